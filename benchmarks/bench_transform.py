@@ -1,0 +1,106 @@
+"""Time pennylane_qshiftdp.param_shift (recording shot statistics) against
+qml.gradients.param_shift on the same device, shots and batch, alternating the two in one run.
+
+Default configuration (issue #2): 4 qubits, 2 StronglyEntanglingLayers, Ns = 1000, batch 32;
+default.qubit with input broadcasting, and lightning.qubit. Prints the median time ratio
+(ours / PennyLane's) and the number of circuits executed per gradient.
+
+    python benchmarks/bench_transform.py            # issue #2 configuration
+    python benchmarks/bench_transform.py --quick    # seconds
+    python benchmarks/bench_transform.py --qubits 4 8 --shots 100 1000   # wider sweep
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pennylane as qml
+from pennylane import numpy as pnp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import table, write_result  # noqa: E402
+
+import pennylane_qshiftdp as qs  # noqa: E402
+
+
+def _qnode(devname, n_qubits, shots, seed):
+    dev = qml.device(devname, wires=n_qubits, seed=seed)
+
+    def circuit(inputs, weights):
+        qml.AngleEmbedding(inputs, wires=range(n_qubits))
+        qml.StronglyEntanglingLayers(weights, wires=range(n_qubits))
+        return qml.expval(qml.Z(0))
+
+    return qml.set_shots(qml.QNode(circuit, dev), shots=shots)
+
+
+def run_config(devname, n_qubits, layers, shots, batch, repeats, seed=0):
+    rng = np.random.default_rng(seed)
+    inputs = pnp.array(rng.uniform(0, np.pi, (batch, n_qubits)), requires_grad=False)
+    weights = pnp.array(rng.normal(0, 0.1, (layers, n_qubits, 3)), requires_grad=True)
+    qnode = _qnode(devname, n_qubits, shots, seed)
+    tape = qml.workflow.construct_tape(qnode)(inputs, weights)
+    [tape], _ = qs.param_shift.expand_transform(tape)
+    dev = qnode.device
+
+    def ours():
+        rec = qs.ShotRecorder()
+        tapes, fn = qs.param_shift(tape, recorder=rec)
+        fn(qml.execute(tapes, dev))
+        return len(tapes)
+
+    def theirs():
+        tapes, fn = qml.gradients.param_shift(tape)
+        fn(qml.execute(tapes, dev))
+        return len(tapes)
+
+    ours(), theirs()  # warm up
+    t_ours, t_theirs = [], []
+    for _ in range(repeats):
+        for fun, acc in ((ours, t_ours), (theirs, t_theirs)):
+            start = time.perf_counter()
+            n_tapes = fun()
+            acc.append(time.perf_counter() - start)
+    ratios = [a / b for a, b in zip(t_ours, t_theirs, strict=True)]
+    circuits = n_tapes * (batch if devname != "default.qubit" else 1)
+    return {
+        "device": devname, "qubits": n_qubits, "layers": layers, "shots": shots,
+        "batch": batch, "repeats": repeats, "tapes_per_gradient": n_tapes,
+        "circuits_executed": n_tapes * batch, "device_executions": circuits,
+        "median_ours_s": statistics.median(t_ours),
+        "median_pennylane_s": statistics.median(t_theirs),
+        "median_ratio": statistics.median(ratios),
+    }
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="tiny configuration (seconds)")
+    p.add_argument("--devices", nargs="+", default=["default.qubit", "lightning.qubit"])
+    p.add_argument("--qubits", nargs="+", type=int, default=[4])
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--shots", nargs="+", type=int, default=[1000])
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--repeats", type=int, default=15)
+    p.add_argument("--out", type=Path, default=None, help="output directory for the JSON")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.qubits, args.shots, args.batch, args.repeats, args.layers = [2], [100], 4, 3, 1
+    rows = [run_config(d, q, args.layers, s, args.batch, args.repeats)
+            for d in args.devices for q in args.qubits for s in args.shots]
+    cols = ["device", "qubits", "shots", "batch", "tapes_per_gradient", "circuits_executed",
+            "median_ours_s", "median_pennylane_s", "median_ratio"]
+    print(table(rows, cols))
+    path = write_result("bench_transform" + ("_quick" if args.quick else ""),
+                        {"quick": args.quick, "rows": rows}, args.out)
+    print(f"wrote {path}")
+    return rows
+
+
+if __name__ == "__main__":
+    main()
