@@ -7,8 +7,26 @@ PennyLane upgrade that moves them fails loudly in one place.
 from pennylane.gradients.gradient_transform import contract_qjac_with_cjac
 from pennylane.gradients.parameter_shift import _expand_transform_param_shift
 
-__all__ = ["contract_qjac_with_cjac", "expand_transform_param_shift"]
+__all__ = ["contract_qjac_with_cjac", "expand_transform_param_shift", "reseed_device"]
 
 #: PennyLane's own expand step for ``param_shift`` (decompose gates without a shift rule,
 #: split trainable Hamiltonian coefficients into single terms).
 expand_transform_param_shift = _expand_transform_param_shift
+
+
+def reseed_device(device, seed_sequence) -> None:
+    """Reset the shot-sampling RNG of a PennyLane device in place.
+
+    default.qubit and lightning.qubit keep a numpy ``Generator`` in ``device._rng`` (lightning's
+    state vector holds the same object), so its state is overwritten in place. Raises
+    ``NotImplementedError`` for a device without one (its shots cannot be made repeatable).
+    """
+    import numpy as np
+
+    rng = getattr(device, "_rng", None)
+    if not isinstance(rng, np.random.Generator):
+        raise NotImplementedError(
+            f"Cannot reseed the shot sampling of device {getattr(device, 'name', device)!r}: "
+            f"seeded resume needs default.qubit or lightning.qubit."
+        )
+    rng.bit_generator.state = np.random.default_rng(seed_sequence).bit_generator.state

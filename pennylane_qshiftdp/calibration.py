@@ -1,0 +1,267 @@
+r"""Noise calibration on Opacus's privacy accountants.
+
+The noise multiplier σ of the Poisson-subsampled Gaussian mechanism is the ratio of the
+standard deviation of the Gaussian noise added to the summed gradient to the per-example
+sensitivity Δ. For a budget (ε, δ), a sampling rate q and a number of steps T, σ is found by
+bisection on Opacus's accountants (RDP by default, PRV optionally); no RDP formula is written
+here. The result is conservative: ε(σ) is recomputed with a fresh accountant and σ is raised
+until ε(σ) ≤ target.
+
+All ε are in nats.
+
+References:
+    Abadi et al., "Deep Learning with Differential Privacy", arXiv:1607.00133.
+    Mironov, Talwar, Zhang, "Rényi Differential Privacy of the Sampled Gaussian Mechanism",
+    arXiv:1908.10530.
+    Gopi, Lee, Wutschitz, "Numerical Composition of Differential Privacy", arXiv:2106.02848 (PRV).
+    Yousefpour et al., "Opacus: User-Friendly Differential Privacy Library in PyTorch",
+    arXiv:2109.12298.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from contextlib import contextmanager
+
+from opacus.accountants import PRVAccountant, RDPAccountant
+from opacus.accountants.accountant import IAccountant
+from opacus.accountants.utils import get_noise_multiplier
+
+from ._validation import (
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_positive_float,
+    check_positive_int,
+    check_sample_rate,
+)
+
+__all__ = [
+    "ACCOUNTANTS",
+    "calibrate_noise_multiplier",
+    "compute_epsilon",
+    "epochs_to_steps",
+]
+
+#: Accountants supported by this package, by Opacus mechanism name.
+ACCOUNTANTS: dict[str, type[IAccountant]] = {"rdp": RDPAccountant, "prv": PRVAccountant}
+
+#: Opacus's bisection gives up above this σ (``opacus.accountants.utils.MAX_SIGMA``).
+_MAX_SIGMA = 1e6
+
+#: Relative step by which σ is raised when the re-check finds ε(σ) > target.
+_SIGMA_BUMP = 1e-3
+
+
+def check_accountant(accountant: str, name: str = "accountant") -> str:
+    """Check an accountant name against :data:`ACCOUNTANTS` (the message lists the choices)."""
+    return check_choice(accountant, name, ACCOUNTANTS)
+
+
+@contextmanager
+def _quiet_opacus():
+    """Silence Opacus warnings that concern tightness, never validity.
+
+    The RDP accountant warns when the optimal order is at the edge of its grid (the bound is
+    then valid but loose); the PRV accountant emits ``divide by zero`` RuntimeWarnings at
+    q = 1 (handled correctly by ``np.where``).
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Optimal order is the", category=UserWarning)
+        warnings.filterwarnings("ignore", message="divide by zero", category=RuntimeWarning)
+        yield
+
+
+def make_accountant(accountant: str = "rdp", history=None) -> IAccountant:
+    """A fresh Opacus accountant of kind ``accountant`` with a copy of ``history``."""
+    acct = ACCOUNTANTS[check_accountant(accountant)]()
+    acct.history = [(float(s), float(q), int(n)) for s, q, n in (history or [])]
+    return acct
+
+
+def epsilon_from_history(history, *, delta: float, accountant: str = "rdp") -> float:
+    r"""ε (nats, an upper bound) spent by a history of (σ, q, steps) triples at ``delta``.
+
+    An empty history has spent ε = 0.
+    """
+    if not history:
+        return 0.0
+    acct = make_accountant(accountant, history)
+    with _quiet_opacus():
+        return float(acct.get_epsilon(delta=delta))
+
+
+def compute_epsilon(
+    *,
+    noise_multiplier: float,
+    sample_rate: float,
+    steps: int,
+    delta: float,
+    accountant: str = "rdp",
+) -> float:
+    r"""ε spent by ``steps`` Poisson-subsampled Gaussian steps, from Opacus's accountant.
+
+    The mechanism releases :math:`\sum_{j \in B} g_j + \mathcal{N}(0, \sigma^2 \Delta^2 I)`
+    with every example in the batch :math:`B` independently with probability :math:`q`, and
+    :math:`\|g_j\| \le \Delta`. The result is the accountant's upper bound on ε at ``delta``
+    after ``steps`` compositions (add/remove adjacency; replace-one adjacency is covered by
+    doubling Δ, which does not change σ).
+
+    Args:
+        noise_multiplier: σ > 0, noise standard deviation in units of the sensitivity Δ.
+        sample_rate: Poisson sampling rate q ∈ (0, 1] (expected batch size / dataset size).
+        steps: number of steps T ≥ 1.
+        delta: δ ∈ (0, 1).
+        accountant: ``"rdp"`` (Opacus ``RDPAccountant``, default) or ``"prv"``
+            (Opacus ``PRVAccountant``, tighter, slower).
+
+    Returns:
+        ε in nats (an upper bound; ``inf`` if the accountant cannot bound it).
+
+    Raises:
+        ValueError: if σ ≤ 0, q ∉ (0, 1], δ ∉ (0, 1), ``steps`` < 1 or the accountant is unknown.
+        TypeError: if ``steps`` is not an integer.
+
+    References:
+        Mironov, Talwar, Zhang, arXiv:1908.10530 (RDP of the sampled Gaussian mechanism);
+        Abadi et al., arXiv:1607.00133; Opacus ``opacus.accountants``.
+
+    Example:
+        >>> eps = compute_epsilon(noise_multiplier=1.0, sample_rate=0.01, steps=1000, delta=1e-5)
+        >>> print(f"{eps:.2f}")
+        2.10
+    """
+    sigma = check_positive_float(noise_multiplier, "noise_multiplier")
+    q = check_sample_rate(sample_rate, "sample_rate")
+    steps = check_positive_int(steps, "steps")
+    delta = check_delta(delta, "delta")
+    accountant = check_accountant(accountant)
+    return epsilon_from_history([(sigma, q, steps)], delta=delta, accountant=accountant)
+
+
+def calibrate_noise_multiplier(
+    *,
+    target_epsilon: float,
+    target_delta: float,
+    sample_rate: float,
+    steps: int,
+    accountant: str = "rdp",
+    epsilon_tolerance: float = 0.01,
+) -> float:
+    r"""Smallest noise multiplier σ (up to a tolerance) meeting an (ε, δ) budget.
+
+    Finds σ such that ``steps`` compositions of the Poisson-subsampled Gaussian mechanism with
+    sampling rate q satisfy (ε, δ)-DP according to Opacus's accountant, by Opacus's bisection
+    (:func:`opacus.accountants.utils.get_noise_multiplier`), which returns the upper end of its
+    bracket, with ε(σ) ∈ [target − tolerance, target]. The result is then re-checked with a
+    fresh accountant (:func:`compute_epsilon`); if ε(σ) > target, σ is raised by 0.1 % at a time
+    until it is not. Hence ``compute_epsilon(noise_multiplier=σ, ...) <= target_epsilon`` always.
+
+    Args:
+        target_epsilon: budget ε > 0, in nats.
+        target_delta: budget δ ∈ (0, 1); choose δ well below 1 / dataset size.
+        sample_rate: Poisson sampling rate q ∈ (0, 1] (expected batch size / dataset size).
+        steps: number of steps T ≥ 1 (for E epochs, T = ⌈E / q⌉, see :func:`epochs_to_steps`).
+        accountant: ``"rdp"`` (default) or ``"prv"``.
+        epsilon_tolerance: absolute tolerance (nats, > 0) of the bisection on ε: the returned σ
+            spends between ``target_epsilon - epsilon_tolerance`` and ``target_epsilon``.
+
+    Returns:
+        σ > 0, noise standard deviation in units of the sensitivity Δ.
+
+    Raises:
+        ValueError: if an argument is out of range, the accountant is unknown, or the budget is
+            so small that σ would exceed 10⁶.
+        TypeError: if ``steps`` is not an integer.
+
+    References:
+        Abadi et al., arXiv:1607.00133 (DP-SGD and the moments accountant);
+        Mironov, Talwar, Zhang, arXiv:1908.10530 (sampled Gaussian RDP);
+        Opacus ``opacus.accountants.utils.get_noise_multiplier``.
+
+    Example:
+        >>> sigma = calibrate_noise_multiplier(
+        ...     target_epsilon=1.0, target_delta=1e-5, sample_rate=0.01, steps=1000
+        ... )
+        >>> print(f"{sigma:.3f}")
+        1.523
+        >>> compute_epsilon(
+        ...     noise_multiplier=sigma, sample_rate=0.01, steps=1000, delta=1e-5
+        ... ) <= 1.0
+        True
+    """
+    eps = check_epsilon(target_epsilon, "target_epsilon")
+    delta = check_delta(target_delta, "target_delta")
+    q = check_sample_rate(sample_rate, "sample_rate")
+    steps = check_positive_int(steps, "steps")
+    accountant = check_accountant(accountant)
+    tol = check_positive_float(epsilon_tolerance, "epsilon_tolerance")
+
+    try:
+        with _quiet_opacus():
+            sigma = float(
+                get_noise_multiplier(
+                    target_epsilon=eps,
+                    target_delta=delta,
+                    sample_rate=q,
+                    steps=steps,
+                    accountant=accountant,
+                    epsilon_tolerance=tol,
+                )
+            )
+    except ValueError as err:
+        if "privacy budget is too low" not in str(err):
+            raise
+        raise ValueError(
+            f"The privacy budget is too small: `target_epsilon`={eps}, `target_delta`={delta} "
+            f"with `sample_rate`={q} and `steps`={steps} would need a noise multiplier above "
+            f"{_MAX_SIGMA:g}. Increase ε or δ, or reduce the sampling rate or number of steps."
+        ) from err
+
+    # Conservative re-check with a fresh accountant: never return a σ whose ε exceeds the target.
+    while (
+        compute_epsilon(
+            noise_multiplier=sigma, sample_rate=q, steps=steps, delta=delta, accountant=accountant
+        )
+        > eps
+    ):
+        sigma *= 1.0 + _SIGMA_BUMP
+        if sigma > _MAX_SIGMA:  # pragma: no cover - Opacus would have refused first
+            raise ValueError(
+                f"Could not find a noise multiplier below {_MAX_SIGMA:g} meeting "
+                f"`target_epsilon`={eps}."
+            )
+    return sigma
+
+
+def epochs_to_steps(*, epochs: float, sample_rate: float) -> int:
+    r"""Number of steps T = ⌈E / q⌉ covering ``epochs`` passes at Poisson rate q.
+
+    Rounds up (more steps spend more budget, so calibrating for them is conservative); a
+    quotient within 10⁻⁹ (relative) of an integer is taken as that integer, so float
+    round-off such as ``3 / 0.1 = 30.000000000000004`` gives 30, not 31.
+
+    Args:
+        epochs: number of epochs E > 0 (may be fractional).
+        sample_rate: Poisson sampling rate q ∈ (0, 1].
+
+    Returns:
+        T ≥ 1.
+
+    Raises:
+        ValueError: if E ≤ 0 or q ∉ (0, 1].
+
+    Example:
+        >>> epochs_to_steps(epochs=3, sample_rate=0.1)
+        30
+        >>> epochs_to_steps(epochs=10, sample_rate=64 / 360)
+        57
+    """
+    e = check_positive_float(epochs, "epochs")
+    q = check_sample_rate(sample_rate, "sample_rate")
+    x = e / q
+    n = round(x)
+    if abs(x - n) <= 1e-9 * max(1.0, x):
+        return max(1, int(n))
+    return max(1, math.ceil(x))

@@ -1,0 +1,352 @@
+r"""The ``qshiftdp`` command line.
+
+Subcommands:
+
+- ``qshiftdp noise``: the noise multiplier σ meeting an (ε, δ) budget
+  (:func:`~pennylane_qshiftdp.calibration.calibrate_noise_multiplier`).
+- ``qshiftdp epsilon``: the ε spent by σ, q, steps at δ
+  (:func:`~pennylane_qshiftdp.calibration.compute_epsilon`).
+- ``qshiftdp train``: private training of the quantum classifier (:func:`~.engine.train`).
+
+Every subcommand registers a handler ``func(args) -> int`` with ``set_defaults(func=...)``.
+Errors print ``qshiftdp <cmd>: error: <message>`` on stderr and return 2, like argparse.
+
+Example:
+    >>> main(["epsilon", "--noise-multiplier", "1.0", "--sample-rate", "0.01",
+    ...       "--steps", "1000", "--delta", "1e-5"])
+    epsilon = 2.10137 (nats) at delta = 1e-05
+      noise multiplier sigma = 1, sample rate q = 0.01, steps = 1000, accountant = rdp
+    0
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+
+from .calibration import (
+    ACCOUNTANTS,
+    calibrate_noise_multiplier,
+    compute_epsilon,
+    epochs_to_steps,
+)
+
+__all__ = ["build_parser", "main"]
+
+PROG = "qshiftdp"
+
+
+class _CLIError(Exception):
+    """A usage error detected after parsing (reported like an argparse error)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    r"""The ``qshiftdp`` argument parser with all subcommands registered.
+
+    The subparsers action is stored as ``parser.subparsers`` (also returned by
+    :func:`_add_train_parser`'s argument), so another module can add a subcommand with
+    ``build_parser().subparsers.add_parser(...)``.
+
+    Returns:
+        The parser.
+
+    Example:
+        >>> sorted(build_parser().subparsers.choices)
+        ['epsilon', 'noise', 'train']
+    """
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description=(
+            "Differentially private training of parameterized quantum circuits with the "
+            "parameter-shift rule (Q-ShiftDP), accounted with Opacus. All epsilons in nats."
+        ),
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    parser.subparsers = subparsers  # hook for other modules
+    _add_noise_parser(subparsers)
+    _add_epsilon_parser(subparsers)
+    _add_train_parser(subparsers)
+    return parser
+
+
+# --------------------------------------------------------------------------- train (hook)
+def _add_train_parser(subparsers) -> None:
+    """Register ``qshiftdp train``: private training of the quantum classifier."""
+    from .engine import TrainConfig
+
+    d = TrainConfig()
+    p = subparsers.add_parser(
+        "train",
+        help="train a quantum classifier with (ε, δ)-differential privacy",
+        description="Train the angle-embedding + StronglyEntanglingLayers classifier with "
+        "Q-ShiftDP (parameter-shift gradients, no clipping, Opacus accounting) on a bundled "
+        "data set; print the privacy statement and test accuracy, and write the ledger, "
+        "metrics and plots to --output-dir.",
+    )
+    p.add_argument("--dataset", default=d.dataset,
+                   help="digits, breast_cancer, iris, wine or csv (default: %(default)s)")
+    p.add_argument("--csv", dest="csv_path", default=None, help="CSV file (with --dataset csv)")
+    p.add_argument("--label-column", default=None, help="label column of the CSV file")
+    p.add_argument("--preprocessing", default=d.preprocessing,
+                   help="fixed (data-independent) or standardize_pca (default: %(default)s)")
+    p.add_argument("--epsilon", type=float, default=d.epsilon,
+                   help="target ε in nats; 'inf' trains without noise (default: %(default)s)")
+    p.add_argument("--delta", type=float, default=d.delta, help="target δ (default: %(default)s)")
+    p.add_argument("--epochs", type=int, default=d.epochs, help="default: %(default)s")
+    p.add_argument("--batch-size", dest="expected_batch_size", type=int,
+                   default=d.expected_batch_size,
+                   help="expected (Poisson) batch size qN (default: %(default)s)")
+    p.add_argument("--shots", type=int, default=d.shots,
+                   help="shots per circuit Ns; 0 for analytic (default: %(default)s)")
+    p.add_argument("--device", default=d.device, help="PennyLane device (default: %(default)s)")
+    p.add_argument("--layers", type=int, default=d.layers, help="default: %(default)s")
+    p.add_argument("--qubits", type=int, default=d.qubits, help="default: %(default)s")
+    p.add_argument("--lr", type=float, default=d.lr, help="SGD step (default: %(default)s)")
+    p.add_argument("--loss", default=d.loss, choices=["linear", "mse"])
+    p.add_argument("--credit", default=d.credit,
+                   choices=["none", "depolarizing", "adaptive", "isotropic"],
+                   help="shot-noise credit mode (default: %(default)s)")
+    p.add_argument("--beta", type=float, default=d.beta,
+                   help="failure probability of the adaptive bound (reported as δ + β)")
+    p.add_argument("--variance-floor", dest="depolarizing", type=float, default=d.depolarizing,
+                   help="proven single-shot variance floor v_min (qprldp certify_device)")
+    p.add_argument("--accountant", default=d.accountant, choices=["rdp", "prv"])
+    p.add_argument("--adjacency", default=d.adjacency, choices=["add_remove", "replace_one"])
+    p.add_argument("--seed", type=int, default=d.seed, help="default: %(default)s")
+    p.add_argument("--output-dir", default="runs/qshiftdp-train",
+                   help="where the ledger, metrics and plots go (default: %(default)s)")
+    p.add_argument("--resume", action="store_true", help="continue from --output-dir")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.set_defaults(func=_run_train)
+
+
+def _run_train(args) -> int:
+    from .engine import TrainConfig, train
+
+    fields = {k: getattr(args, k) for k in TrainConfig.__dataclass_fields__ if hasattr(args, k)}
+    if fields.get("shots") == 0:
+        fields["shots"] = None
+    config = TrainConfig(**fields)
+    result = train(config, progress=not args.no_progress, resume=args.resume)
+    print()
+    print(result.statement)
+    print()
+    if result.stopped_early:
+        print(f"Stopped early: {result.stopped_early}")
+    print(f"test accuracy: {result.test_accuracy:.4f}")
+    print(f"ε spent: {result.epsilon:.4f} (target {config.epsilon}) after {result.steps} steps")
+    print(f"outputs: {result.output_dir}")
+    return 0
+
+
+# --------------------------------------------------------------------------- noise
+def _add_noise_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "noise",
+        help="noise multiplier sigma for an (epsilon, delta) budget",
+        description=(
+            "Compute the noise multiplier sigma (noise std / sensitivity) such that Poisson "
+            "sampling at rate q for the given number of steps satisfies (epsilon, delta)-DP "
+            "according to Opacus's accountant. Conservative: the epsilon of the result is at "
+            "most the target."
+        ),
+    )
+    p.add_argument("--epsilon", type=float, required=True, help="target epsilon (nats), > 0")
+    p.add_argument("--delta", type=float, default=1e-5, help="target delta in (0, 1) [1e-5]")
+    rate = p.add_mutually_exclusive_group(required=True)
+    rate.add_argument("--sample-rate", type=float, help="Poisson sampling rate q in (0, 1]")
+    rate.add_argument(
+        "--batch-size",
+        type=int,
+        help="expected batch size B (needs --dataset-size; q = B / N)",
+    )
+    p.add_argument("--dataset-size", type=int, help="number of training examples N")
+    length = p.add_mutually_exclusive_group(required=True)
+    length.add_argument("--steps", type=int, help="number of steps T")
+    length.add_argument(
+        "--epochs", type=float, help="number of epochs E (T = ceil(E / q), rounded up)"
+    )
+    _add_accountant_arg(p)
+    p.add_argument(
+        "--epsilon-tolerance",
+        type=float,
+        default=0.01,
+        help="absolute tolerance of the bisection on epsilon [0.01]",
+    )
+    _add_json_arg(p)
+    p.set_defaults(func=_run_noise)
+
+
+def _sample_rate_from(args) -> float:
+    if args.batch_size is not None:
+        if args.dataset_size is None:
+            raise _CLIError("--batch-size needs --dataset-size (q = batch size / dataset size).")
+        if args.batch_size < 1:
+            raise _CLIError(f"--batch-size must be a positive integer. Found {args.batch_size}.")
+        if args.dataset_size < 1:
+            raise _CLIError(
+                f"--dataset-size must be a positive integer. Found {args.dataset_size}."
+            )
+        if args.batch_size > args.dataset_size:
+            raise _CLIError(
+                f"--batch-size must be at most --dataset-size ({args.dataset_size}). "
+                f"Found {args.batch_size}."
+            )
+        return args.batch_size / args.dataset_size
+    return args.sample_rate
+
+
+def _run_noise(args) -> int:
+    q = _sample_rate_from(args)
+    if args.epochs is not None:
+        steps = epochs_to_steps(epochs=args.epochs, sample_rate=q)
+    else:
+        steps = args.steps
+    sigma = calibrate_noise_multiplier(
+        target_epsilon=args.epsilon,
+        target_delta=args.delta,
+        sample_rate=q,
+        steps=steps,
+        accountant=args.accountant,
+        epsilon_tolerance=args.epsilon_tolerance,
+    )
+    eps = compute_epsilon(
+        noise_multiplier=sigma,
+        sample_rate=q,
+        steps=steps,
+        delta=args.delta,
+        accountant=args.accountant,
+    )
+    result = {
+        "noise_multiplier": sigma,
+        "epsilon": eps,
+        "target_epsilon": args.epsilon,
+        "delta": args.delta,
+        "sample_rate": q,
+        "steps": steps,
+        "accountant": args.accountant,
+    }
+    if args.dataset_size is not None:
+        result["dataset_size"] = args.dataset_size
+        result["expected_batch_size"] = q * args.dataset_size
+    if args.epochs is not None:
+        result["epochs"] = args.epochs
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"noise multiplier sigma = {sigma:.6g}")
+    print(
+        f"  spends epsilon = {eps:.6g} <= target {args.epsilon:g} (nats) at delta = {args.delta:g}"
+    )
+    batch = ""
+    if args.dataset_size is not None:
+        batch = f" (expected batch {q * args.dataset_size:g} of N = {args.dataset_size})"
+    epochs = f" ({args.epochs:g} epochs)" if args.epochs is not None else ""
+    print(
+        f"  sample rate q = {q:.6g}{batch}, steps = {steps}{epochs}, accountant = {args.accountant}"
+    )
+    print("  noise std on the summed gradient = sigma x sensitivity Delta")
+    if args.dataset_size is not None and args.delta >= 1.0 / args.dataset_size:
+        print(
+            f"warning: delta = {args.delta:g} is not below 1/N = {1.0 / args.dataset_size:.3g};"
+            f" choose delta well below 1/N.",
+            file=sys.stderr,
+        )
+    return 0
+
+
+# --------------------------------------------------------------------------- epsilon
+def _add_epsilon_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "epsilon",
+        help="epsilon spent by sigma, q and steps at delta",
+        description=(
+            "Compute the epsilon (nats, an upper bound) spent by the given number of steps of "
+            "the Poisson-subsampled Gaussian mechanism, with Opacus's accountant."
+        ),
+    )
+    p.add_argument(
+        "--noise-multiplier", type=float, required=True, help="noise multiplier sigma > 0"
+    )
+    p.add_argument(
+        "--sample-rate", type=float, required=True, help="Poisson sampling rate q in (0, 1]"
+    )
+    p.add_argument("--steps", type=int, required=True, help="number of steps T >= 1")
+    p.add_argument("--delta", type=float, default=1e-5, help="delta in (0, 1) [1e-5]")
+    _add_accountant_arg(p)
+    _add_json_arg(p)
+    p.set_defaults(func=_run_epsilon)
+
+
+def _run_epsilon(args) -> int:
+    eps = compute_epsilon(
+        noise_multiplier=args.noise_multiplier,
+        sample_rate=args.sample_rate,
+        steps=args.steps,
+        delta=args.delta,
+        accountant=args.accountant,
+    )
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "epsilon": eps if math.isfinite(eps) else None,
+                    "noise_multiplier": args.noise_multiplier,
+                    "sample_rate": args.sample_rate,
+                    "steps": args.steps,
+                    "delta": args.delta,
+                    "accountant": args.accountant,
+                },
+                indent=2,
+            )
+        )
+        return 0
+    print(f"epsilon = {eps:.6g} (nats) at delta = {args.delta:g}")
+    print(
+        f"  noise multiplier sigma = {args.noise_multiplier:g}, sample rate q = "
+        f"{args.sample_rate:g}, steps = {args.steps}, accountant = {args.accountant}"
+    )
+    return 0
+
+
+# --------------------------------------------------------------------------- shared
+def _add_accountant_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--accountant",
+        choices=tuple(ACCOUNTANTS),
+        default="rdp",
+        help="Opacus accountant: rdp (default) or prv (tighter, slower)",
+    )
+
+
+def _add_json_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    r"""Run the ``qshiftdp`` command line.
+
+    Args:
+        argv: arguments without the program name; ``None`` reads ``sys.argv[1:]``.
+
+    Returns:
+        The exit status: 0 on success, 2 on a usage or value error (message on stderr).
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(None if argv is None else list(argv))
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return int(exc.code) if isinstance(exc.code, int) else 2
+    try:
+        return int(args.func(args))
+    except (_CLIError, ValueError, TypeError) as err:
+        print(f"{PROG} {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,107 @@
+r"""Quantum classifiers built on :class:`pennylane.qnn.TorchLayer` (hybrid-friendly).
+
+The default model: angle embedding of :math:`n` features on :math:`n` qubits, ``layers``
+:class:`~pennylane.StronglyEntanglingLayers`, output :math:`f = \langle Z_0\rangle \in [-1, 1]`,
+prediction :math:`\mathrm{sign}(f)`. Its QNode differentiates with
+:func:`pennylane_qshiftdp.param_shift` and records shot statistics into ``recorder``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pennylane as qml
+import torch
+
+from .shot_statistics import ShotRecorder
+from .transform import param_shift, validate_shots
+
+__all__ = ["QuantumClassifier", "make_qnode"]
+
+
+def make_qnode(n_qubits: int, layers: int, *, device: str = "lightning.qubit",
+               shots: int | None = 1000, seed: int | None = None,
+               recorder: ShotRecorder | None = None, rotation: str = "Y") -> qml.QNode:
+    r"""The classifier's QNode ``circuit(inputs, weights) -> ⟨Z_0⟩``.
+
+    Args:
+        n_qubits: number of qubits (= features), ≥ 1.
+        layers: number of StronglyEntanglingLayers, ≥ 1.
+        device: a PennyLane device name (``"lightning.qubit"`` or ``"default.qubit"``...).
+        shots: shots per circuit :math:`N_s` (positive int) or ``None`` (analytic).
+        seed: device seed (shot sampling).
+        recorder: :class:`~.ShotRecorder` receiving shot statistics.
+        rotation: axis of the angle embedding.
+
+    Returns:
+        pennylane.QNode: with ``diff_method=pennylane_qshiftdp.param_shift``.
+
+    Raises:
+        ValueError: for non-positive ``n_qubits``/``layers`` or invalid ``shots``.
+
+    Example:
+        >>> qn = make_qnode(2, 1, device="default.qubit", shots=None)
+        >>> float(qn(torch.zeros(2), torch.zeros(1, 2, 3)))
+        1.0
+    """
+    for name, v in (("n_qubits", n_qubits), ("layers", layers)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"`{name}` must be a positive integer. Found {v!r}.")
+    validate_shots(shots)
+    dev = qml.device(device, wires=n_qubits, seed=seed)
+    gradient_kwargs = {"recorder": recorder} if recorder is not None else {}
+
+    def circuit(inputs, weights):
+        qml.AngleEmbedding(inputs, wires=range(n_qubits), rotation=rotation)
+        qml.StronglyEntanglingLayers(weights, wires=range(n_qubits))
+        return qml.expval(qml.Z(0))
+
+    qnode = qml.QNode(circuit, dev, interface="torch", diff_method=param_shift,
+                      gradient_kwargs=gradient_kwargs)
+    return qml.set_shots(qnode, shots=shots)
+
+
+class QuantumClassifier(torch.nn.Module):
+    r"""Angle embedding + StronglyEntanglingLayers binary classifier (a ``TorchLayer``).
+
+    Args:
+        n_qubits: number of qubits and input features.
+        layers: number of entangling layers.
+        device, shots, seed, recorder: as in :func:`make_qnode`.
+        init_scale: standard deviation of the near-identity weight initialisation.
+        init_seed: seed of the weight initialisation.
+
+    Example:
+        >>> model = QuantumClassifier(2, 1, device="default.qubit", shots=None, init_scale=0.0)
+        >>> model(torch.zeros(3, 2)).shape
+        torch.Size([3])
+    """
+
+    def __init__(self, n_qubits: int = 4, layers: int = 2, *, device: str = "lightning.qubit",
+                 shots: int | None = 1000, seed: int | None = None,
+                 recorder: ShotRecorder | None = None, init_scale: float = 0.01,
+                 init_seed: int = 0):
+        super().__init__()
+        if not (math.isfinite(init_scale) and init_scale >= 0):
+            raise ValueError(f"`init_scale` must be a finite number >= 0. Found {init_scale!r}.")
+        self.n_qubits, self.layers, self.shots = n_qubits, layers, shots
+        self.qnode = make_qnode(n_qubits, layers, device=device, shots=shots, seed=seed,
+                                recorder=recorder)
+        gen = torch.Generator().manual_seed(init_seed)
+
+        def init(tensor):
+            with torch.no_grad():
+                tensor.copy_(torch.randn(tensor.shape, generator=gen) * init_scale)
+            return tensor
+
+        self.qlayer = qml.qnn.TorchLayer(self.qnode, {"weights": (layers, n_qubits, 3)},
+                                         init_method=init)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.qlayer(x)
+        return out.reshape(-1)
+
+    def predict(self, x: torch.Tensor) -> torch.Tensor:
+        """Labels in {−1, +1}."""
+        with torch.no_grad():
+            return torch.where(self.forward(x) >= 0, 1.0, -1.0)
