@@ -1,0 +1,62 @@
+"""Tests for qprldp_core.cli (file named test_qprldp_cli.py: test modules are imported by
+basename and tests/pennylane_qshiftdp has its own test_cli.py)."""
+
+import math
+
+import pytest
+
+from qprldp_core.cli import main
+
+
+def test_certify_global(capsys):
+    assert main(["certify", "--channel", "depolarizing", "--p", "0.3", "--dim", "2",
+                 "--epsilon", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "QLDP certificate" in out and "QPrLDP certificate" in out
+    assert "p=0.3, d=2" in out and "exact" in out
+
+
+def test_certify_required_value(capsys):
+    assert main(["certify", "--p", "0.2", "--dim", "4", "--epsilon", "1.0",
+                 "--notion", "qprldp"]) == 0
+    out = capsys.readouterr().out
+    assert "0.95 (exact)" in out and "QLDP certificate" not in out
+
+
+def test_certify_local_with_delta(capsys):
+    assert main(["certify", "--local", "--qubits", "3", "--p", "0.3", "--epsilon", "1",
+                 "--delta", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "n=3" in out and "upper bound" in out and "delta >=" in out
+    assert out.count("smallest certified epsilon for delta=0.5") == 2
+
+
+def test_certify_pennylane_parameter(capsys):
+    eps0 = math.log(1 + 2 * (1 - 0.4) / 0.4)
+    assert main(["certify", "--p-pennylane", "0.3", "--epsilon", str(eps0), "--notion",
+                 "qldp"]) == 0
+    out = capsys.readouterr().out
+    assert "p=0.4, d=2" in out and "delta     : 0 (exact)" in out
+
+
+@pytest.mark.parametrize(
+    "argv,msg",
+    [
+        (["certify", "--p", "1.5", "--dim", "2", "--epsilon", "1"], "`p` must be in [0, 1.33333]"),
+        (["certify", "--p", "0.3", "--epsilon", "-1"], "`epsilon` must be finite and >= 0"),
+        (["certify", "--p", "0.3", "--local", "--epsilon", "1"], "--local requires --qubits N."),
+        (["certify", "--p", "0.3", "--dim", "1", "--epsilon", "1"], "`d` must be an integer >= 2"),
+        (["certify", "--p", "0.3", "--epsilon", "1", "--delta", "2"], "`delta` must be in [0, 1]"),
+    ],
+)
+def test_bad_input_exits_2(argv, msg, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert msg in err and err.startswith("qprldp: error:")
+
+
+def test_argparse_errors_exit_2(capsys):
+    assert main(["certify", "--p", "abc", "--epsilon", "1"]) == 2
+    assert main(["frobnicate"]) == 2
+    assert main(["certify", "--epsilon", "1"]) == 2  # neither --p nor --p-pennylane
+    capsys.readouterr()
