@@ -53,10 +53,10 @@ class TestDigitsFixed:
         quads = (
             np.stack(
                 [
-                    imgs[:, :, 0:2].mean((1, 2)),
-                    imgs[:, :, 2:4].mean((1, 2)),
-                    imgs[:, :, 4:6].mean((1, 2)),
-                    imgs[:, :, 6:8].mean((1, 2)),
+                    imgs[:, 2:6, 3:5].mean((1, 2)),
+                    imgs[:, :, 0:3].mean((1, 2)),
+                    imgs[:, :, 5:8].mean((1, 2)),
+                    imgs[:, [0, 1, 6, 7], 2:6].mean((1, 2)),
                 ],
                 axis=1,
             )
