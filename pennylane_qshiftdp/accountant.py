@@ -285,7 +285,7 @@ class PrivacyLedger:
         sens = check_positive_float(sensitivity, "sensitivity")
         adjacency = check_choice(adjacency, "adjacency", ADJACENCIES)
         credit_mode = check_choice(credit_mode, "credit_mode", CREDIT_MODES)
-        beta = check_beta(beta, "beta", required=credit_mode == "adaptive")
+        beta = check_beta(beta, "beta", required=credit_mode in ("adaptive", "isotropic"))
         if delta + beta >= 1.0:
             raise ValueError(
                 f"`target_delta` + `beta` must be below 1. Found {delta} + {beta} = {delta + beta}."

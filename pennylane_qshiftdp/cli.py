@@ -112,8 +112,12 @@ def _add_train_parser(subparsers) -> None:
                    help="shot-noise credit mode (default: %(default)s)")
     p.add_argument("--beta", type=float, default=d.beta,
                    help="failure probability of the adaptive bound (reported as δ + β)")
-    p.add_argument("--variance-floor", dest="depolarizing", type=float, default=d.depolarizing,
-                   help="proven single-shot variance floor v_min (qprldp certify_device)")
+    p.add_argument("--depolarizing", type=float, default=d.depolarizing,
+                   help="device noise: PennyLane DepolarizingChannel q on every qubit before "
+                   "measurement (D_p, p = 4q/3); needs --device default.mixed")
+    p.add_argument("--variance-floor", type=float, default=None,
+                   help="override the single-shot variance floor v_min (default: proven from "
+                   "the device noise by qprldp_core.certify_device)")
     p.add_argument("--accountant", default=d.accountant, choices=["rdp", "prv"])
     p.add_argument("--adjacency", default=d.adjacency, choices=["add_remove", "replace_one"])
     p.add_argument("--seed", type=int, default=d.seed, help="default: %(default)s")

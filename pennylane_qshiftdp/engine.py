@@ -219,7 +219,8 @@ class TrainConfig:
     loss: str = "linear"
     credit: str = "none"
     beta: float = 0.0
-    depolarizing: float = 0.0  # variance floor v_min for the depolarizing/adaptive credit
+    depolarizing: float = 0.0  # device noise: PennyLane DepolarizingChannel q (default.mixed)
+    variance_floor: float | None = None  # None: proven from the device noise (certify_device)
     accountant: str = "rdp"
     adjacency: str = "add_remove"
     seed: int = 0
@@ -280,7 +281,12 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
     model = QuantumClassifier(config.qubits, config.layers, device=config.device,
                               shots=config.shots, seed=_seed_for(config.seed, 0, 0),
                               recorder=recorder, init_scale=config.init_scale,
-                              init_seed=config.seed)
+                              init_seed=config.seed, depolarizing=config.depolarizing)
+    floor = model.variance_floor() if config.variance_floor is None else config.variance_floor
+    if config.credit == "depolarizing" and floor == 0.0:
+        warnings.warn("credit='depolarizing' with no proven variance floor (no device "
+                      "depolarizing noise): no shot noise is credited.", PrivacyWarning,
+                      stacklevel=2)
     x_train = torch.as_tensor(data.X_train, dtype=torch.float64)
     y_train = torch.as_tensor(data.y_train, dtype=torch.float64)
     x_test = torch.as_tensor(data.X_test, dtype=torch.float64)
@@ -294,7 +300,7 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
             model, sgd, loader, target_epsilon=config.epsilon, target_delta=config.delta,
             epochs=config.epochs, loss=loss_fn, credit=config.credit, beta=config.beta,
             adjacency=config.adjacency, accountant=config.accountant,
-            variance_floor=config.depolarizing, recorder=recorder, seed=config.seed,
+            variance_floor=floor, recorder=recorder, seed=config.seed,
             preprocessing_note=data.preprocessing_note,
         )
         noise_gen, sampler_gen = opt.generator, train_loader.batch_sampler.generator

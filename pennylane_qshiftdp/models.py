@@ -21,7 +21,8 @@ __all__ = ["QuantumClassifier", "make_qnode"]
 
 def make_qnode(n_qubits: int, layers: int, *, device: str = "lightning.qubit",
                shots: int | None = 1000, seed: int | None = None,
-               recorder: ShotRecorder | None = None, rotation: str = "Y") -> qml.QNode:
+               recorder: ShotRecorder | None = None, rotation: str = "Y",
+               depolarizing: float = 0.0) -> qml.QNode:
     r"""The classifier's QNode ``circuit(inputs, weights) -> ⟨Z_0⟩``.
 
     Args:
@@ -32,6 +33,10 @@ def make_qnode(n_qubits: int, layers: int, *, device: str = "lightning.qubit",
         seed: device seed (shot sampling).
         recorder: :class:`~.ShotRecorder` receiving shot statistics.
         rotation: axis of the angle embedding.
+        depolarizing: hardware-noise model: PennyLane's ``DepolarizingChannel(q)`` parameter
+            :math:`q \in [0, 3/4]` (the channel :math:`D_p` with :math:`p = 4q/3`) applied to
+            every qubit after the last gate; needs ``device="default.mixed"``. Its proven
+            variance floor comes from :func:`qprldp_core.certify_device`.
 
     Returns:
         pennylane.QNode: with ``diff_method=pennylane_qshiftdp.param_shift``.
@@ -48,12 +53,21 @@ def make_qnode(n_qubits: int, layers: int, *, device: str = "lightning.qubit",
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"`{name}` must be a positive integer. Found {v!r}.")
     validate_shots(shots)
+    if not (0.0 <= depolarizing <= 0.75):
+        raise ValueError(f"`depolarizing` (PennyLane's q) must be in [0, 0.75]. "
+                         f"Found {depolarizing!r}.")
+    if depolarizing > 0 and device != "default.mixed":
+        raise ValueError(f"`depolarizing` > 0 needs a mixed-state simulator: pass "
+                         f"device='default.mixed'. Found device={device!r}.")
     dev = qml.device(device, wires=n_qubits, seed=seed)
     gradient_kwargs = {"recorder": recorder} if recorder is not None else {}
 
     def circuit(inputs, weights):
         qml.AngleEmbedding(inputs, wires=range(n_qubits), rotation=rotation)
         qml.StronglyEntanglingLayers(weights, wires=range(n_qubits))
+        if depolarizing > 0:
+            for wire in range(n_qubits):
+                qml.DepolarizingChannel(depolarizing, wires=wire)
         return qml.expval(qml.Z(0))
 
     qnode = qml.QNode(circuit, dev, interface="torch", diff_method=param_shift,
@@ -67,7 +81,7 @@ class QuantumClassifier(torch.nn.Module):
     Args:
         n_qubits: number of qubits and input features.
         layers: number of entangling layers.
-        device, shots, seed, recorder: as in :func:`make_qnode`.
+        device, shots, seed, recorder, depolarizing: as in :func:`make_qnode`.
         init_scale: standard deviation of the near-identity weight initialisation.
         init_seed: seed of the weight initialisation.
 
@@ -80,13 +94,14 @@ class QuantumClassifier(torch.nn.Module):
     def __init__(self, n_qubits: int = 4, layers: int = 2, *, device: str = "lightning.qubit",
                  shots: int | None = 1000, seed: int | None = None,
                  recorder: ShotRecorder | None = None, init_scale: float = 0.01,
-                 init_seed: int = 0):
+                 init_seed: int = 0, depolarizing: float = 0.0):
         super().__init__()
         if not (math.isfinite(init_scale) and init_scale >= 0):
             raise ValueError(f"`init_scale` must be a finite number >= 0. Found {init_scale!r}.")
         self.n_qubits, self.layers, self.shots = n_qubits, layers, shots
+        self.depolarizing = depolarizing
         self.qnode = make_qnode(n_qubits, layers, device=device, shots=shots, seed=seed,
-                                recorder=recorder)
+                                recorder=recorder, depolarizing=depolarizing)
         gen = torch.Generator().manual_seed(init_seed)
 
         def init(tensor):
@@ -100,6 +115,19 @@ class QuantumClassifier(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = self.qlayer(x)
         return out.reshape(-1)
+
+    def variance_floor(self) -> float:
+        r"""Proven lower bound :math:`v_{\min}` on every circuit's single-shot variance.
+
+        From :func:`qprldp_core.certify_device` on this model's circuit (0 without noise).
+        """
+        from qprldp_core import certify_device
+
+        weights = self.qlayer.weights.detach().double()
+        # ε only labels the certificates that come with the floor; the floor does not use it.
+        cert = certify_device(self.qnode, epsilon=1.0,
+                              args=(torch.zeros(self.n_qubits, dtype=torch.float64), weights))
+        return float(cert.variance_floor)
 
     def predict(self, x: torch.Tensor) -> torch.Tensor:
         """Labels in {−1, +1}."""

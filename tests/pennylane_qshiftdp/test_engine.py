@@ -38,3 +38,116 @@ def test_adaptive_needs_shots():
     with pytest.raises(ValueError, match="needs finite shots"):
         train(TrainConfig(**{**TINY, "shots": None}, credit="adaptive", beta=1e-3),
               progress=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# make_private on hybrid TorchLayer models
+# ---------------------------------------------------------------------------------------------
+
+import math  # noqa: E402
+
+import pennylane as qml  # noqa: E402
+import torch  # noqa: E402
+from opacus.accountants import RDPAccountant  # noqa: E402
+
+import pennylane_qshiftdp as qs  # noqa: E402
+from pennylane_qshiftdp.engine import make_private  # noqa: E402
+
+
+def _torch_layer(recorder=None, data_dependent=False):
+    dev = qml.device("default.qubit", wires=2, seed=5)
+
+    @qml.qnode(dev, interface="torch", diff_method=qs.param_shift,
+               gradient_kwargs={"recorder": recorder} if recorder else {})
+    def circuit(inputs, weights):
+        qml.AngleEmbedding(inputs, wires=range(2))
+        if data_dependent:
+            qml.RX(weights[0, 0, 0] * inputs[..., 0], wires=0)
+        qml.StronglyEntanglingLayers(weights, wires=range(2))
+        return qml.expval(qml.Z(0))
+
+    circuit = qml.set_shots(circuit, shots=100)
+    return qml.qnn.TorchLayer(circuit, {"weights": (1, 2, 3)})
+
+
+class _Scale(torch.nn.Module):
+    """Fixed classical pre-processing (no parameters)."""
+
+    def forward(self, x):
+        return math.pi * torch.sigmoid(x)
+
+
+def _loader(n=40, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 2, generator=g, dtype=torch.float64)
+    y = torch.where(x[:, 0] > 0, 1.0, -1.0).double()
+    return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=8)
+
+
+def test_hybrid_model_with_fixed_pre_and_post_processing_trains_and_stops_at_budget():
+    rec = qs.ShotRecorder()
+    model = torch.nn.Sequential(_Scale(), _torch_layer(rec), torch.nn.Identity())
+    opt = torch.optim.SGD(model.parameters(), lr=0.3)
+    pmodel, popt, loader = make_private(model, opt, _loader(), target_epsilon=2.0,
+                                        target_delta=1e-3, epochs=1, credit="adaptive",
+                                        beta=1e-3, recorder=rec, seed=0)
+    assert popt.ledger.total_delta == pytest.approx(1e-3 + 1e-3)
+    stopped = False
+    for _epoch in range(3):  # planned for one epoch: must stop before exceeding ε
+        for x, y in loader:
+            popt.zero_grad()
+            pmodel.loss_backward(x, y, popt)
+            try:
+                popt.step()
+            except qs.PrivacyBudgetExceededError:
+                stopped = True
+                break
+        if stopped:
+            break
+    assert stopped and popt.ledger.epsilon <= 2.0
+    acct = RDPAccountant()
+    acct.history = list(popt.ledger.history)
+    assert abs(acct.get_epsilon(1e-3) - popt.ledger.epsilon) < 1e-9
+    assert all(r["total_variance_min"] >= r["target_variance"] * (1 - 1e-12)
+               for r in popt.history)
+
+
+def test_trainable_classical_parameter_is_refused():
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), _torch_layer())
+    with pytest.raises(qs.SensitivityError, match="no a-priori gradient bound"):
+        make_private(model, torch.optim.SGD(model.parameters(), lr=0.1), _loader(),
+                     target_epsilon=1.0, target_delta=1e-5, epochs=1)
+
+
+def test_unboundable_model_is_refused():
+    model = torch.nn.Sequential(_torch_layer(data_dependent=True))
+    with pytest.raises(qs.SensitivityError, match="depends on the input data"):
+        make_private(model, torch.optim.SGD(model.parameters(), lr=0.1), _loader(),
+                     target_epsilon=1.0, target_delta=1e-3, epochs=1)
+
+
+def test_adaptive_at_100_shots_credits_noise_and_reports_delta_plus_beta(tmp_path):
+    cfg = TrainConfig(**{**TINY, "shots": 100}, credit="adaptive", beta=1e-3,
+                      output_dir=str(tmp_path))
+    r = train(cfg, progress=False)
+    target = r.step_records[0]["target_variance"]
+    mean_added = np.mean([s["artificial_variance_mean"] for s in r.step_records])
+    assert mean_added < target  # `none` adds exactly σ²Δ² per coordinate
+    assert all(s["total_variance_min"] >= target * (1 - 1e-12) for s in r.step_records)
+    assert "(ε, δ + β)" in r.statement and "central limit theorem" in r.statement
+
+
+def test_data_dependent_preprocessing_is_stated():
+    cfg = TrainConfig(**{**TINY, "epochs": 1}, dataset="breast_cancer",
+                      preprocessing="standardize_pca")
+    with pytest.warns(qs.PrivacyWarning):
+        r = train(cfg, progress=False)
+    assert "NOT protected" in r.statement
+
+
+def test_ledger_epsilon_equals_independent_opacus_recomputation(tmp_path):
+    r = train(TrainConfig(**TINY, output_dir=str(tmp_path)), progress=False)
+    ledger = json.loads((tmp_path / "ledger.json").read_text())
+    acct = RDPAccountant()
+    acct.history = [tuple(h) for h in ledger["history"]]
+    assert abs(acct.get_epsilon(1e-5) - r.epsilon) < 1e-9 and r.epsilon <= 1.0
