@@ -149,6 +149,7 @@ def shot_noise_credit(stats: ShotStatistics, *, jacobian: np.ndarray, loss_weigh
     Raises:
         ValueError: for an unknown mode, a negative floor, a missing ``z``, several
             measurements or shot copies, or mismatched shapes.
+        NotImplementedError: if a circuit enters several coordinates (correlated shot noise).
 
     References:
         Ngo et al., arXiv:2602.02962 (adaptive Q-ShiftDP); aggregation and the subtraction of
@@ -187,6 +188,14 @@ def shot_noise_credit(stats: ShotStatistics, *, jacobian: np.ndarray, loss_weigh
             f"Found {loss_weights.size}."
         )
     a, first = _circuit_coefficients(stats, jacobian)
+    if np.any(np.count_nonzero(a, axis=1) > 1):
+        # One circuit feeding several coordinates makes the shot noise correlated across
+        # coordinates; a diagonal credit could then exceed what the covariance supports.
+        raise NotImplementedError(
+            "Shot-noise credit needs every shifted circuit to enter one coordinate only (a "
+            "weight shared through a gate parameter that depends on several weights makes the "
+            "shot noise correlated across coordinates). Use credit='none'."
+        )
     example = stats.batch_index[first]
     w2a2 = (loss_weights[example][:, None] * a) ** 2  # (circuits, K)
     shots = stats.shots[first][:, None].astype(float)

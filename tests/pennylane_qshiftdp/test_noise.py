@@ -91,3 +91,10 @@ def test_optimizer_refuses_seed_in_secure_mode_and_bad_beta():
         QShiftDPOptimizer(torch.optim.SGD([w], lr=1.0), noise_multiplier=1.0,
                           sensitivity=_sens(2), expected_batch_size=1.0, credit="adaptive",
                           beta=0.0)
+
+
+def test_circuit_entering_two_coordinates_is_refused():
+    st = _stats()
+    with pytest.raises(NotImplementedError, match="one coordinate only"):
+        shot_noise_credit(st, jacobian=np.array([[1.0, 1.0]]), loss_weights=np.ones(3),
+                          mode="depolarizing", variance_floor=0.5)
