@@ -49,3 +49,39 @@ def table(rows: list[dict], columns: list[str]) -> str:
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(fmt(r.get(c, "")) for c in columns) + " |" for r in rows]
     return "\n".join(lines)
+
+
+def result_name(name: str, quick: bool) -> str:
+    """File stem of a result: ``name`` in full mode, ``name_quick`` in quick mode."""
+    return f"{name}_quick" if quick else name
+
+
+def save_figure(fig, json_path: Path) -> Path:
+    """Save a matplotlib figure as a PNG beside ``json_path`` (same stem); close it."""
+    import matplotlib.pyplot as plt
+
+    path = Path(json_path).with_suffix(".png")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def pyplot():
+    """matplotlib.pyplot with the non-interactive Agg backend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def mean_std(values) -> tuple[float, float]:
+    """Mean and sample standard deviation (0 for a single value) of ``values``."""
+    import statistics
+
+    vals = [float(v) for v in values]
+    if not vals:
+        return float("nan"), float("nan")
+    return statistics.fmean(vals), (statistics.stdev(vals) if len(vals) > 1 else 0.0)

@@ -419,18 +419,23 @@ def write_outputs(result: TrainResult, ledger: PrivacyLedger | None, out_dir: Pa
     fig.tight_layout()
     fig.savefig(out_dir / "accuracy_epsilon.png", dpi=100)
     plt.close(fig)
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
     if result.step_records:
         s = [r["step"] for r in result.step_records]
-        ax.plot(s, [r["artificial_variance_mean"] for r in result.step_records],
-                label="artificial noise variance added (mean over coordinates)")
-        ax.plot(s, [r["credited_variance_mean"] for r in result.step_records],
-                label="shot-noise variance credited (mean over coordinates)")
-        ax.axhline(result.step_records[0]["target_variance"], ls="--", c="k",
-                   label="σ²Δ² (required total)")
-        ax.set_yscale("symlog", linthresh=1e-6)
-    ax.set(xlabel="step", ylabel="variance per coordinate", title="Noise: added vs credited")
-    ax.legend(fontsize=7)
+        added = np.array([r["artificial_variance_mean"] for r in result.step_records])
+        credited = np.array([r["credited_variance_mean"] for r in result.step_records])
+        target = result.step_records[0]["target_variance"]
+        ax[0].stackplot(s, added, credited, labels=["artificial noise added",
+                                                     "shot noise credited"])
+        ax[0].axhline(target, ls="--", c="k", label="σ²Δ² (required total)")
+        ax[0].set_ylim(0, 1.1 * target)
+        ax[1].plot(s, 100 * credited / target, "o-", ms=3)
+        mode = result.step_records[0]["credit_mode"]
+        ax[1].set_title(f"Shot noise credited (mode: {mode})")
+    ax[0].set(xlabel="step", ylabel="variance per coordinate (mean)",
+              title="Noise per coordinate: added + credited")
+    ax[0].legend(fontsize=7, loc="lower right")
+    ax[1].set(xlabel="step", ylabel="credited share of σ²Δ² (%)")
     fig.tight_layout()
     fig.savefig(out_dir / "noise.png", dpi=100)
     plt.close(fig)
