@@ -78,6 +78,7 @@ from .properties import (
     tensor_qprldp_delta,
     unitary_invariance,
 )
+from .random import random_channel, random_density_matrix, random_unitary
 from .sample_complexity import (
     CopyBounds,
     asymmetric_copy_bounds,
@@ -97,6 +98,10 @@ from .sample_complexity import (
 )
 
 __all__: list[str] = [
+    # random
+    "random_channel",
+    "random_density_matrix",
+    "random_unitary",
     # _validation
     "DEFAULT_ATOL",
     # divergences

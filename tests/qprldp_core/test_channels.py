@@ -19,25 +19,19 @@ from qprldp_core.channels import (
     local_depolarizing,
     unitary,
 )
+from qprldp_core.random import random_channel as random_channel_
+from qprldp_core.random import random_density_matrix
 
 X = np.array([[0, 1], [1, 0]], dtype=complex)
 H = np.array([[1, 1], [1, -1]], dtype=complex) / math.sqrt(2)
 
 
 def random_state(seed: int, d: int, rank: int | None = None) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    if rank is None:
-        rank = int(rng.integers(1, d + 1))
-    g = rng.normal(size=(d, rank)) + 1j * rng.normal(size=(d, rank))
-    rho = g @ g.conj().T
-    return rho / np.trace(rho).real
+    return random_density_matrix(d, rank=rank, seed=seed)
 
 
 def random_channel(seed: int, d: int, k: int = 3) -> Channel:
-    rng = np.random.default_rng(seed)
-    g = rng.normal(size=(k * d, d)) + 1j * rng.normal(size=(k * d, d))
-    v, _ = np.linalg.qr(g)
-    return Channel([v[i * d : (i + 1) * d] for i in range(k)], atol=1e-9)
+    return random_channel_(d, num_kraus=k, seed=seed, atol=1e-9)
 
 
 def kraus_apply(ops, rho):

@@ -16,17 +16,13 @@ from qprldp_core.divergences import (
     umegaki_relative_entropy,
     violation_probability,
 )
+from qprldp_core.random import random_channel as random_channel_
+from qprldp_core.random import random_density_matrix
 
 
-# -- seeded random states (kept local: test modules are imported by basename) --
 def random_state(seed: int, d: int, rank: int | None = None) -> np.ndarray:
     """A random density matrix of dimension d and given rank (random rank if None)."""
-    rng = np.random.default_rng(seed)
-    if rank is None:
-        rank = int(rng.integers(1, d + 1))
-    g = rng.normal(size=(d, rank)) + 1j * rng.normal(size=(d, rank))
-    rho = g @ g.conj().T
-    return rho / np.trace(rho).real
+    return random_density_matrix(d, rank=rank, seed=seed)
 
 
 def random_pure(seed: int, d: int) -> np.ndarray:
@@ -218,12 +214,7 @@ def test_errors():
 
 
 def _random_channel(seed: int, d: int, k: int = 3):
-    from qprldp_core.channels import Channel
-
-    rng = np.random.default_rng(seed)
-    g = rng.normal(size=(k * d, d)) + 1j * rng.normal(size=(k * d, d))
-    v, _ = np.linalg.qr(g)
-    return Channel([v[i * d : (i + 1) * d] for i in range(k)], atol=1e-9)
+    return random_channel_(d, num_kraus=k, seed=seed, atol=1e-9)
 
 
 def _check_channel_properties(seed, d, eps):

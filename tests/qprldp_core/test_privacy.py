@@ -22,22 +22,16 @@ from qprldp_core.privacy import (
     qprldp_value,
     worst_case_search,
 )
+from qprldp_core.random import random_channel as _random_channel
+from qprldp_core.random import random_density_matrix
 
 
 def random_state(seed: int, d: int, rank: int | None = None) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    if rank is None:
-        rank = int(rng.integers(1, d + 1))
-    g = rng.normal(size=(d, rank)) + 1j * rng.normal(size=(d, rank))
-    rho = g @ g.conj().T
-    return rho / np.trace(rho).real
+    return random_density_matrix(d, rank=rank, seed=seed)
 
 
 def random_channel(seed: int, d: int, k: int = 3) -> Channel:
-    rng = np.random.default_rng(seed)
-    g = rng.normal(size=(k * d, d)) + 1j * rng.normal(size=(k * d, d))
-    v, _ = np.linalg.qr(g)
-    return Channel([v[i * d : (i + 1) * d] for i in range(k)], atol=1e-9)
+    return _random_channel(d, num_kraus=k, seed=seed, atol=1e-9)
 
 
 def as_general(ch: Channel) -> Channel:

@@ -17,6 +17,8 @@ from qprldp_core.certify import qldp_certificate, qprldp_certificate
 from qprldp_core.channels import Channel, depolarizing
 from qprldp_core.divergences import fidelity, violation_probability
 from qprldp_core.properties import measure_prepare_channel
+from qprldp_core.random import random_channel as _random_channel
+from qprldp_core.random import random_density_matrix
 
 
 @pytest.fixture(autouse=True)
@@ -41,18 +43,11 @@ def random_state(rng: np.random.Generator, d: int) -> np.ndarray:
         return rho
     if kind == 1:
         return np.eye(d, dtype=complex) / d
-    r = int(rng.integers(1, d + 1))
-    g = rng.normal(size=(d, r)) + 1j * rng.normal(size=(d, r))
-    rho = g @ g.conj().T
-    return rho / np.trace(rho).real
+    return random_density_matrix(d, seed=rng)
 
 
 def random_channel(rng: np.random.Generator, din: int, dout: int) -> Channel:
-    kmin = math.ceil(din / dout)
-    k = int(rng.integers(kmin, kmin + 3))
-    g = rng.normal(size=(dout * k, din)) + 1j * rng.normal(size=(dout * k, din))
-    v, _ = np.linalg.qr(g)  # Stinespring isometry
-    return Channel([v[j * dout:(j + 1) * dout, :] for j in range(k)])
+    return _random_channel(din, dout, seed=rng)
 
 
 def qubit_pair(rng: np.random.Generator):
