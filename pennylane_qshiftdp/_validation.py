@@ -239,7 +239,9 @@ def check_beta(value, name: str = "beta", *, required: bool) -> float:
         if not (0.0 < x < 1.0):
             raise ValueError(f"`{name}` must be in (0, 1) for adaptive credit. Found {x}.")
     elif x != 0.0:
-        raise ValueError(f"`{name}` must be 0 unless the credit mode is 'adaptive'. Found {x}.")
+        raise ValueError(
+            f"`{name}` must be 0 unless the credit mode is 'adaptive' or 'isotropic'. Found {x}."
+        )
     return x
 
 

@@ -19,6 +19,7 @@ import math
 
 import torch
 
+from ._validation import check_nonnegative_float, check_positive_float
 from .exceptions import SensitivityError
 
 __all__ = [
@@ -139,9 +140,7 @@ class MarginLoss(BoundedLoss):
     name = "margin loss"
 
     def __init__(self, margin: float = 1.0):
-        if not math.isfinite(margin) or margin < 0:
-            raise ValueError(f"`margin` must be a finite number >= 0. Found {margin!r}.")
-        self.margin = float(margin)
+        self.margin = check_nonnegative_float(margin, "margin")
 
     def __call__(self, outputs, targets):
         outputs, targets = _as_2d(outputs), _as_2d(targets).to(outputs.dtype)
@@ -174,11 +173,7 @@ class MSELoss(BoundedLoss):
     name = "mean squared error"
 
     def __init__(self, target_bound: float = 1.0):
-        if not math.isfinite(target_bound) or target_bound < 0:
-            raise ValueError(
-                f"`target_bound` must be a finite number >= 0. Found {target_bound!r}."
-            )
-        self.target_bound = float(target_bound)
+        self.target_bound = check_nonnegative_float(target_bound, "target_bound")
 
     def __call__(self, outputs, targets):
         outputs, targets = _as_2d(outputs), _as_2d(targets).to(outputs.dtype)
@@ -216,9 +211,7 @@ class SoftmaxCrossEntropyLoss(BoundedLoss):
     name = "softmax cross-entropy"
 
     def __init__(self, logit_scale: float = 1.0):
-        if not math.isfinite(logit_scale) or logit_scale <= 0:
-            raise ValueError(f"`logit_scale` must be a finite number > 0. Found {logit_scale!r}.")
-        self.logit_scale = float(logit_scale)
+        self.logit_scale = check_positive_float(logit_scale, "logit_scale")
 
     def __call__(self, outputs, targets):
         outputs = _as_2d(outputs)
@@ -265,10 +258,9 @@ class DeclaredLoss(BoundedLoss):
         if not callable(fn):
             raise TypeError(f"`fn` must be callable. Found {type(fn).__name__}.")
         grad_l2 = grad_l1 if grad_l2 is None else grad_l2
-        for name, v in (("grad_l1", grad_l1), ("grad_l2", grad_l2)):
-            if not math.isfinite(v) or v <= 0:
-                raise ValueError(f"`{name}` must be a finite number > 0. Found {v!r}.")
-        self.fn, self.grad_l1, self.grad_l2 = fn, float(grad_l1), float(grad_l2)
+        self.fn = fn
+        self.grad_l1 = check_positive_float(grad_l1, "grad_l1")
+        self.grad_l2 = check_positive_float(grad_l2, "grad_l2")
 
     def __call__(self, outputs, targets):
         return self.fn(outputs, targets)

@@ -8,11 +8,10 @@ prediction :math:`\mathrm{sign}(f)`. Its QNode differentiates with
 
 from __future__ import annotations
 
-import math
-
 import pennylane as qml
 import torch
 
+from ._validation import check_nonnegative_float
 from .shot_statistics import ShotRecorder
 from .transform import param_shift, validate_shots
 
@@ -96,8 +95,7 @@ class QuantumClassifier(torch.nn.Module):
                  recorder: ShotRecorder | None = None, init_scale: float = 0.01,
                  init_seed: int = 0, depolarizing: float = 0.0):
         super().__init__()
-        if not (math.isfinite(init_scale) and init_scale >= 0):
-            raise ValueError(f"`init_scale` must be a finite number >= 0. Found {init_scale!r}.")
+        check_nonnegative_float(init_scale, "init_scale")
         self.n_qubits, self.layers, self.shots = n_qubits, layers, shots
         self.depolarizing = depolarizing
         self.qnode = make_qnode(n_qubits, layers, device=device, shots=shots, seed=seed,

@@ -40,6 +40,7 @@ import math
 import numpy as np
 from scipy.stats import norm
 
+from ._validation import check_nonnegative_float, check_positive_float, check_probability
 from .shot_statistics import ShotStatistics
 
 __all__ = [
@@ -80,8 +81,7 @@ def confidence_multiplier(*, beta: float, steps: int, coordinates: int,
         >>> round(confidence_multiplier(beta=0.05, steps=1, coordinates=1, method="cantelli"), 4)
         4.3589
     """
-    if not (0.0 < beta < 1.0) or not math.isfinite(beta):
-        raise ValueError(f"`beta` must be in (0, 1). Found {beta!r}.")
+    check_probability(beta, "beta", open_low=True, open_high=True)
     for name, v in (("steps", steps), ("coordinates", coordinates)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"`{name}` must be a positive integer. Found {v!r}.")
@@ -167,10 +167,7 @@ def shot_noise_credit(stats: ShotStatistics, *, jacobian: np.ndarray, loss_weigh
     """
     if mode not in CREDIT_MODES:
         raise ValueError(f"`mode` must be one of {CREDIT_MODES}. Found {mode!r}.")
-    if not (math.isfinite(variance_floor) and variance_floor >= 0):
-        raise ValueError(
-            f"`variance_floor` must be a finite number >= 0. Found {variance_floor!r}."
-        )
+    variance_floor = check_nonnegative_float(variance_floor, "variance_floor")
     jacobian = np.asarray(jacobian, dtype=float)
     loss_weights = np.asarray(loss_weights, dtype=float).reshape(-1)
     k = jacobian.shape[1]
@@ -213,8 +210,9 @@ def shot_noise_credit(stats: ShotStatistics, *, jacobian: np.ndarray, loss_weigh
         lower = floor_j.sum(axis=0)
         largest = floor_j.max(axis=0)
     else:
-        if z is None or not math.isfinite(z) or z < 0:
-            raise ValueError(f"`z` must be a finite number >= 0 for mode {mode!r}. Found {z!r}.")
+        if z is None:
+            raise ValueError(f"`z` must be given for mode {mode!r}. Found None.")
+        z = check_nonnegative_float(z, "z")
         var_terms = w2a2 * stats.variance[first][:, None] / shots
         vv = stats.variance_of_variance[first][:, None]
         se_terms = (w2a2 / shots) ** 2 * vv
@@ -251,7 +249,6 @@ def artificial_variance(credit: np.ndarray, *, noise_multiplier: float,
     credit = np.asarray(credit, dtype=float)
     if np.any(credit < 0) or not np.all(np.isfinite(credit)):
         raise ValueError(f"`credit` must be finite and >= 0. Found minimum {credit.min()}.")
-    for name, v in (("noise_multiplier", noise_multiplier), ("sensitivity", sensitivity)):
-        if not (math.isfinite(v) and v > 0):
-            raise ValueError(f"`{name}` must be a finite number > 0. Found {v!r}.")
+    check_positive_float(noise_multiplier, "noise_multiplier")
+    check_positive_float(sensitivity, "sensitivity")
     return np.maximum(noise_multiplier**2 * sensitivity**2 - credit, 0.0)

@@ -11,12 +11,12 @@ and counts as a step. The ledger (if given) is checked *before* the step.
 
 from __future__ import annotations
 
-import math
 import random
 
 import numpy as np
 import torch
 
+from ._validation import check_nonnegative_float, check_positive_float
 from .accountant import PrivacyLedger
 from .exceptions import PrivacyBudgetExceededError
 from .noise import CREDIT_MODES, artificial_variance, confidence_multiplier, shot_noise_credit
@@ -87,12 +87,8 @@ class QShiftDPOptimizer:
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise TypeError(f"`optimizer` must be a torch.optim.Optimizer. Found "
                             f"{type(optimizer).__name__}.")
-        if not (math.isfinite(noise_multiplier) and noise_multiplier > 0):
-            raise ValueError(f"`noise_multiplier` must be a finite number > 0. Found "
-                             f"{noise_multiplier!r}.")
-        if not (math.isfinite(expected_batch_size) and expected_batch_size > 0):
-            raise ValueError(f"`expected_batch_size` must be a finite number > 0. Found "
-                             f"{expected_batch_size!r}.")
+        check_positive_float(noise_multiplier, "noise_multiplier")
+        check_positive_float(expected_batch_size, "expected_batch_size")
         if credit not in CREDIT_MODES:
             raise ValueError(f"`credit` must be one of {CREDIT_MODES}. Found {credit!r}.")
         adaptive = credit in ("adaptive", "isotropic")
@@ -105,9 +101,7 @@ class QShiftDPOptimizer:
         if adaptive and (steps is None or steps < 1):
             raise ValueError(f"`steps` (planned T) must be a positive integer for "
                              f"credit={credit!r}. Found {steps!r}.")
-        if not (math.isfinite(variance_floor) and variance_floor >= 0):
-            raise ValueError(f"`variance_floor` must be a finite number >= 0. Found "
-                             f"{variance_floor!r}.")
+        check_nonnegative_float(variance_floor, "variance_floor")
         if secure_mode and generator is not None:
             raise ValueError("secure_mode draws noise from the OS's CSPRNG and refuses a "
                              "seeded `generator`.")

@@ -280,7 +280,7 @@ class TestValidation:
             (
                 {"credit_mode": "none", "beta": 0.01},
                 ValueError,
-                "`beta` must be 0 unless the credit mode is 'adaptive'. Found 0.01.",
+                "`beta` must be 0 unless the credit mode is 'adaptive' or 'isotropic'. Found 0.01.",
             ),
             (
                 {"credit_mode": "adaptive", "beta": 0.5, "target_delta": 0.6},
@@ -334,7 +334,7 @@ class TestValidation:
 class TestStatement:
     @pytest.mark.parametrize("mode", ["none", "depolarizing", "adaptive", "isotropic"])
     def test_common_contents(self, mode):
-        beta = 1e-4 if mode == "adaptive" else 0.0
+        beta = 1e-4 if mode in ("adaptive", "isotropic") else 0.0
         ledger = make(credit_mode=mode, beta=beta, dataset_size=640)
         for _ in range(3):
             ledger.step()

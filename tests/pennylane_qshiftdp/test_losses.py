@@ -52,9 +52,11 @@ def test_declared_loss_violation_raises():
 
 
 def test_errors():
-    with pytest.raises(ValueError, match=re.escape("`target_bound` must be a finite number >= 0")):
+    msg = "`target_bound` must be non-negative and finite. Found -1.0."
+    with pytest.raises(ValueError, match=re.escape(msg)):
         losses.MSELoss(target_bound=-1)
-    with pytest.raises(ValueError, match=re.escape("`logit_scale` must be a finite number > 0")):
+    msg = "`logit_scale` must be positive and finite. Found 0.0."
+    with pytest.raises(ValueError, match=re.escape(msg)):
         losses.SoftmaxCrossEntropyLoss(logit_scale=0)
     with pytest.raises(ValueError, match=re.escape("`targets` must satisfy |y| <= target_bound")):
         losses.MSELoss(target_bound=1.0)(torch.tensor([0.1]), torch.tensor([2.0]))

@@ -111,7 +111,8 @@ def test_empty_batch_still_adds_noise_and_counts():
 def test_errors():
     w = torch.nn.Parameter(torch.zeros(K, dtype=torch.float64))
     sgd = torch.optim.SGD([w], lr=1.0)
-    with pytest.raises(ValueError, match=re.escape("`noise_multiplier` must be a finite number")):
+    msg = "`noise_multiplier` must be positive and finite. Found 0.0."
+    with pytest.raises(ValueError, match=re.escape(msg)):
         QShiftDPOptimizer(sgd, noise_multiplier=0.0, sensitivity=_sens(), expected_batch_size=1)
     with pytest.raises(ValueError, match=re.escape("`credit` must be one of")):
         QShiftDPOptimizer(sgd, noise_multiplier=1.0, sensitivity=_sens(), expected_batch_size=1,

@@ -125,7 +125,7 @@ class TestProbabilityAndBeta:
 
     def test_beta_forbidden(self):
         assert check_beta(0, required=False) == 0.0
-        msg = "`beta` must be 0 unless the credit mode is 'adaptive'. Found 0.1."
+        msg = "`beta` must be 0 unless the credit mode is 'adaptive' or 'isotropic'. Found 0.1."
         with pytest.raises(ValueError, match=re.escape(msg)):
             check_beta(0.1, required=False)
 
