@@ -124,6 +124,9 @@ def _add_train_parser(subparsers) -> None:
     p.add_argument("--output-dir", default="runs/qshiftdp-train",
                    help="where the ledger, metrics and plots go (default: %(default)s)")
     p.add_argument("--resume", action="store_true", help="continue from --output-dir")
+    p.add_argument("--secure-mode", action="store_true",
+                   help="draw DP noise from the OS's CSPRNG and seed Poisson sampling from it "
+                   "(the --seed then only seeds shots and initialisation; runs don't repeat)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=_run_train)
 

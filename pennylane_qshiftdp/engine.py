@@ -14,6 +14,7 @@ import csv
 import dataclasses
 import json
 import math
+import os
 import time
 import warnings
 from pathlib import Path
@@ -26,7 +27,7 @@ from opacus.data_loader import DPDataLoader
 from . import _compat
 from .accountant import PrivacyLedger
 from .calibration import calibrate_noise_multiplier, epochs_to_steps
-from .exceptions import PrivacyWarning, SensitivityError
+from .exceptions import PrivacyBudgetExceededError, PrivacyWarning, SensitivityError
 from .losses import BoundedLoss, LinearLoss, MSELoss
 from .optimizer import QShiftDPOptimizer, StepRecord
 from .sensitivity import Sensitivity, sensitivity
@@ -181,9 +182,10 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
     gen = None
     if not secure_mode:
         gen = torch.Generator()
-        gen.manual_seed(seed if seed is not None else int(torch.seed()) % (2**63))
-    loader_gen = torch.Generator().manual_seed(seed + 1 if seed is not None
-                                               else int(torch.seed()) % (2**63))
+        gen.manual_seed(seed if seed is not None else int.from_bytes(os.urandom(8), "big") >> 1)
+    # Secure mode (or no seed): the Poisson-sampling seed comes from the OS's CSPRNG.
+    loader_seed = seed + 1 if seed is not None else int.from_bytes(os.urandom(8), "big") >> 1
+    loader_gen = torch.Generator().manual_seed(loader_seed)
     dp_loader = DPDataLoader.from_data_loader(data_loader, generator=loader_gen)
     private_opt = QShiftDPOptimizer(
         optimizer, noise_multiplier=sigma, sensitivity=sens,
@@ -223,7 +225,8 @@ class TrainConfig:
     variance_floor: float | None = None  # None: proven from the device noise (certify_device)
     accountant: str = "rdp"
     adjacency: str = "add_remove"
-    seed: int = 0
+    seed: int = 0  # shot sampling, Poisson sampling and DP noise (repeatable: not for release)
+    secure_mode: bool = False  # DP noise and Poisson sampling seeds from the OS's CSPRNG
     init_scale: float = 0.01
     output_dir: str | None = None
     test_size: float = 0.25
@@ -300,7 +303,8 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
             model, sgd, loader, target_epsilon=config.epsilon, target_delta=config.delta,
             epochs=config.epochs, loss=loss_fn, credit=config.credit, beta=config.beta,
             adjacency=config.adjacency, accountant=config.accountant,
-            variance_floor=floor, recorder=recorder, seed=config.seed,
+            variance_floor=floor, recorder=recorder,
+            seed=None if config.secure_mode else config.seed, secure_mode=config.secure_mode,
             preprocessing_note=data.preprocessing_note,
         )
         noise_gen, sampler_gen = opt.generator, train_loader.batch_sampler.generator
@@ -336,20 +340,19 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
         # Per-epoch reseeding makes a resumed run repeat the uninterrupted one exactly.
         if config.shots is not None:
             _compat.reseed_device(dev, [config.seed, epoch, 1])
-        sampler_gen.manual_seed(_seed_for(config.seed, epoch, 2))
+        if not config.secure_mode:
+            sampler_gen.manual_seed(_seed_for(config.seed, epoch, 2))
         if noise_gen is not None:
             noise_gen.manual_seed(_seed_for(config.seed, epoch, 3))
         for xb, yb in train_loader:
             opt.zero_grad()
             if private:
+                pmodel.loss_backward(xb, yb, opt)
                 try:
-                    pmodel.loss_backward(xb, yb, opt)
                     rec = opt.step()
-                except Exception as err:  # budget exhausted: stop before the step
-                    if type(err).__name__ == "PrivacyBudgetExceededError":
-                        stopped = str(err)
-                        break
-                    raise
+                except PrivacyBudgetExceededError as err:  # checked before the step
+                    stopped = str(err)
+                    break
                 records.append(dict(rec, epoch=epoch + 1, epsilon=opt.ledger.epsilon))
             else:
                 if xb.shape[0]:

@@ -151,3 +151,12 @@ def test_ledger_epsilon_equals_independent_opacus_recomputation(tmp_path):
     acct = RDPAccountant()
     acct.history = [tuple(h) for h in ledger["history"]]
     assert abs(acct.get_epsilon(1e-5) - r.epsilon) < 1e-9 and r.epsilon <= 1.0
+
+
+def test_secure_mode_runs_and_refuses_a_seed():
+    r = train(TrainConfig(**{**TINY, "epochs": 1}, secure_mode=True), progress=False)
+    assert r.steps > 0 and r.epsilon <= 1.0
+    model = torch.nn.Sequential(_torch_layer())
+    with pytest.raises(ValueError, match="refuses `seed`"):
+        make_private(model, torch.optim.SGD(model.parameters(), lr=0.1), _loader(),
+                     target_epsilon=1.0, target_delta=1e-3, epochs=1, secure_mode=True, seed=1)
