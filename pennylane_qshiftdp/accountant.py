@@ -307,6 +307,14 @@ class PrivacyLedger:
                 PrivacyWarning,
                 stacklevel=3,
             )
+        if dataset_size is not None and beta > 0 and delta + beta >= 1.0 / dataset_size:
+            warnings.warn(
+                f"`target_delta` + `beta` = {delta + beta:g} is not below 1/`dataset_size` = "
+                f"{1.0 / dataset_size:.3g}: the reported (ε, δ + β) guarantee is then "
+                f"meaningless. Choose β well below 1/N (e.g. 1e-6).",
+                PrivacyWarning,
+                stacklevel=3,
+            )
 
         self._target_epsilon = eps
         self._target_delta = delta
@@ -622,7 +630,7 @@ class PrivacyLedger:
         sigma, q, sens = self._noise_multiplier, self._sample_rate, self._sensitivity
         lines = ["Privacy statement (pennylane-qshiftdp, Q-ShiftDP)"]
 
-        if self._credit_mode == "adaptive":
+        if self._beta > 0:
             lines.append(
                 f"Guarantee: (ε, δ + β) = ({_fmt(eps)}, {_fmt(self.total_delta)})-differential "
                 f"privacy, ε in nats, with δ = {self._target_delta:g} from the accountant and "
@@ -697,6 +705,9 @@ class PrivacyLedger:
                 "Preprocessing: declared data-independent; the guarantee covers the whole "
                 "pipeline from the raw training data."
             )
+        randomness = (self._extra or {}).get("randomness")
+        if randomness:
+            lines.append(f"Randomness: {randomness}")
         if self._extra:
             lines.append(f"Details: {json.dumps(self._extra, sort_keys=True)}")
         return "\n".join(lines)
@@ -713,24 +724,38 @@ class PrivacyLedger:
             "at least σ²Δ²; the largest single-example shot-noise term is never credited (the "
             "example that differs between neighbours cannot protect itself)."
         )
+        extra = self._extra or {}
+        floor = extra.get("variance_floor")
+        if extra.get("variance_floor_source") == "declared":
+            floor_text = (
+                f"a variance floor v_min = {floor:g} DECLARED BY THE USER (not proven by this "
+                f"library; the guarantee relies on it)"
+            )
+        else:
+            floor_text = (
+                "a floor proven from the device's declared depolarizing noise"
+                + (f" (v_min = {floor:g})" if floor is not None else "")
+                + "; the guarantee relies on the hardware noise being at least as declared"
+            )
         if mode == "depolarizing":
             return (
                 "depolarizing (non-adaptive Q-ShiftDP). Shot noise is credited with a "
-                "data-independent lower bound on each shifted circuit's single-shot variance, "
-                "proven from the device's declared depolarizing noise; the guarantee relies on "
-                "the hardware noise being at least as declared." + common
+                f"data-independent lower bound on each shifted circuit's single-shot variance, "
+                f"{floor_text}." + common
             )
         if mode == "adaptive":
             return (
                 f"adaptive (adaptive Q-ShiftDP). Shot noise is credited with a lower confidence "
                 f"bound on the shot variance estimated from the batch's sample variances and "
-                f"fourth central moments, floored at the depolarizing bound; the bound fails "
+                f"fourth central moments, floored at {floor_text}; the bound fails "
                 f"with probability at most β = {self._beta:g} over the whole run (union bound "
                 f"over steps and coordinates), hence δ + β." + common
             )
         return (
-            "isotropic (the Q-ShiftDP paper's variant). One shot-noise credit, the minimum over "
-            "coordinates, is applied to every coordinate (single noise level σ_B²)." + common
+            f"isotropic (the Q-ShiftDP paper's variant). The adaptive lower confidence bound "
+            f"(failure probability at most β = {self._beta:g} over the run, hence δ + β), "
+            f"floored at {floor_text}; its minimum over coordinates is credited on every "
+            f"coordinate (single noise level σ_B²)." + common
         )
 
     def __repr__(self) -> str:

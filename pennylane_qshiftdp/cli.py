@@ -27,6 +27,8 @@ import math
 import sys
 from collections.abc import Sequence
 
+from pennylane.exceptions import DeviceError
+
 from .calibration import (
     ACCOUNTANTS,
     calibrate_noise_multiplier,
@@ -99,7 +101,9 @@ def _add_train_parser(subparsers) -> None:
     p.add_argument("--epochs", type=int, default=d.epochs, help="default: %(default)s")
     p.add_argument("--batch-size", dest="expected_batch_size", type=int,
                    default=d.expected_batch_size,
-                   help="expected (Poisson) batch size qN (default: %(default)s)")
+                   help="loader batch size B; as in Opacus, Poisson sampling uses q = "
+                   "1/ceil(N/B), so the expected batch qN can be below B (default: "
+                   "%(default)s)")
     p.add_argument("--shots", type=int, default=d.shots,
                    help="shots per circuit Ns; 0 for analytic (default: %(default)s)")
     p.add_argument("--device", default=d.device, help="PennyLane device (default: %(default)s)")
@@ -124,9 +128,11 @@ def _add_train_parser(subparsers) -> None:
     p.add_argument("--output-dir", default="runs/qshiftdp-train",
                    help="where the ledger, metrics and plots go (default: %(default)s)")
     p.add_argument("--resume", action="store_true", help="continue from --output-dir")
-    p.add_argument("--secure-mode", action="store_true",
-                   help="draw DP noise from the OS's CSPRNG and seed Poisson sampling from it "
-                   "(the --seed then only seeds shots and initialisation; runs don't repeat)")
+    p.add_argument("--seeded-noise", action="store_true",
+                   help="seed DP noise and Poisson sampling from --seed so runs repeat exactly "
+                   "(research only: anyone who knows the seed can remove the noise). By "
+                   "default they come from the OS's CSPRNG and --seed only fixes the data "
+                   "split, initialisation and shot sampling")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=_run_train)
 
@@ -135,6 +141,7 @@ def _run_train(args) -> int:
     from .engine import TrainConfig, train
 
     fields = {k: getattr(args, k) for k in TrainConfig.__dataclass_fields__ if hasattr(args, k)}
+    fields["secure_mode"] = not args.seeded_noise
     if fields.get("shots") == 0:
         fields["shots"] = None
     config = TrainConfig(**fields)
@@ -350,7 +357,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code) if isinstance(exc.code, int) else 2
     try:
         return int(args.func(args))
-    except (_CLIError, ValueError, TypeError) as err:
+    except (_CLIError, ValueError, TypeError, NotImplementedError, DeviceError) as err:
         print(f"{PROG} {args.command}: error: {err}", file=sys.stderr)
         return 2
 

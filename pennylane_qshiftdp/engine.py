@@ -108,6 +108,14 @@ class PrivateModel(torch.nn.Module):
         return losses.detach()
 
 
+def _randomness(secure_mode: bool, seed) -> str:
+    if secure_mode:
+        return ("DP noise drawn from the OS's CSPRNG (random.SystemRandom) and the Poisson "
+                "sampling seeded from it (secure mode).")
+    return (f"DP noise and Poisson sampling seeded (seed {seed}): repeatable for research, "
+            f"but anyone who knows the seed can remove the noise; NOT for a real release.")
+
+
 def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
                  data_loader: torch.utils.data.DataLoader, *, target_epsilon: float,
                  target_delta: float, epochs: float, loss: BoundedLoss | None = None,
@@ -115,6 +123,7 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
                  accountant: str = "rdp", variance_floor: float = 0.0,
                  recorder: ShotRecorder | None = None, seed: int | None = None,
                  secure_mode: bool = False, jacobian_bound=None,
+                 variance_floor_source: str = "declared",
                  preprocessing_note: str | None = None):
     r"""Make a TorchLayer model, optimizer and data loader private (Opacus-style).
 
@@ -131,7 +140,11 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         credit: shot-noise credit mode; beta: its failure probability (adaptive/isotropic).
         adjacency: ``"add_remove"`` or ``"replace_one"``.
         accountant: ``"rdp"`` (default) or ``"prv"``.
-        variance_floor: proven :math:`v_{\min}` (``depolarizing``; floor for ``adaptive``).
+        variance_floor: lower bound :math:`v_{\min}` on every circuit's single-shot variance
+            (``depolarizing``; floor for ``adaptive``); at most :math:`(\lambda_+ -
+            \lambda_-)^2/4`, the largest variance of the observable.
+        variance_floor_source: ``"proven"`` (from :func:`qprldp_core.certify_device`) or
+            ``"declared"`` (the user's word); stated in the privacy statement.
         recorder: the :class:`~.ShotRecorder` attached to the QNode (required for a credit).
         seed: seeds Poisson sampling and DP noise (the device carries its own seed).
         secure_mode: draw DP noise from the OS's CSPRNG (refuses ``seed``).
@@ -154,6 +167,9 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         raise ValueError(f"credit={credit!r} needs finite shots; the QNode has shots=None.")
     if secure_mode and seed is not None:
         raise ValueError("secure_mode draws DP noise from the OS's CSPRNG and refuses `seed`.")
+    if variance_floor_source not in ("proven", "declared"):
+        raise ValueError(f"`variance_floor_source` must be 'proven' or 'declared'. Found "
+                         f"{variance_floor_source!r}.")
     dataset = data_loader.dataset
     n = len(dataset)
     batch_size = data_loader.batch_size
@@ -167,6 +183,12 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
                for k, v in layer.qnode_weights.items()}
     sens = sensitivity(qnode, adjacency=adjacency, loss=loss, jacobian_bound=jacobian_bound,
                        inputs=torch.as_tensor(x0, dtype=torch.float64), **weights)
+    max_variance = max(((hi - lo) / 2.0) ** 2 for lo, hi in sens.observable_ranges)
+    if not (0.0 <= variance_floor <= max_variance):
+        raise ValueError(
+            f"`variance_floor` must be in [0, {max_variance:g}] (no single-shot variance of the "
+            f"measured observables can exceed (λmax − λmin)²/4). Found {variance_floor!r}."
+        )
     sigma = calibrate_noise_multiplier(target_epsilon=target_epsilon, target_delta=target_delta,
                                        sample_rate=sample_rate, steps=steps,
                                        accountant=accountant)
@@ -177,6 +199,11 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
             sample_rate=sample_rate, sensitivity=sens.delta, adjacency=adjacency,
             credit_mode=credit, beta=beta, accountant=accountant, dataset_size=n,
             preprocessing_note=preprocessing_note, extra={"sensitivity": sens.as_dict(),
+                                                          "variance_floor": variance_floor,
+                                                          "variance_floor_source":
+                                                              variance_floor_source,
+                                                          "randomness": _randomness(
+                                                              secure_mode, seed),
                                                           "planned_steps": steps},
         )
     gen = None
@@ -226,7 +253,7 @@ class TrainConfig:
     accountant: str = "rdp"
     adjacency: str = "add_remove"
     seed: int = 0  # shot sampling, Poisson sampling and DP noise (repeatable: not for release)
-    secure_mode: bool = False  # DP noise and Poisson sampling seeds from the OS's CSPRNG
+    secure_mode: bool = True  # DP noise and Poisson sampling from the OS's CSPRNG; False: seeded
     init_scale: float = 0.01
     output_dir: str | None = None
     test_size: float = 0.25
@@ -279,13 +306,25 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
     data = load_dataset(config.dataset, n_features=config.qubits, seed=config.seed,
                         test_size=config.test_size, preprocessing=config.preprocessing,
                         csv_path=config.csv_path, label_column=config.label_column)
+    if math.isnan(config.epsilon):
+        raise ValueError("`epsilon` must be a positive number or inf (no noise). Found nan.")
+    if not (math.isfinite(config.lr) and config.lr > 0):
+        raise ValueError(f"`lr` must be positive and finite. Found {config.lr}.")
     private = math.isfinite(config.epsilon)
+    if config.credit != "none" and config.shots is not None and config.shots < 30:
+        warnings.warn(f"credit={config.credit!r} with shots={config.shots}: crediting treats "
+                      f"each sample mean as Gaussian (central limit theorem), which is a poor "
+                      f"approximation for so few shots.", PrivacyWarning, stacklevel=2)
     recorder = ShotRecorder() if config.credit != "none" else None
     model = QuantumClassifier(config.qubits, config.layers, device=config.device,
                               shots=config.shots, seed=_seed_for(config.seed, 0, 0),
                               recorder=recorder, init_scale=config.init_scale,
                               init_seed=config.seed, depolarizing=config.depolarizing)
     floor = model.variance_floor() if config.variance_floor is None else config.variance_floor
+    if config.variance_floor is not None and config.credit != "none":
+        warnings.warn(f"variance_floor={config.variance_floor} is declared by you, not proven "
+                      f"from device noise; the privacy statement says so.", PrivacyWarning,
+                      stacklevel=2)
     if config.credit == "depolarizing" and floor == 0.0:
         warnings.warn("credit='depolarizing' with no proven variance floor (no device "
                       "depolarizing noise): no shot noise is credited.", PrivacyWarning,
@@ -304,6 +343,7 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
             epochs=config.epochs, loss=loss_fn, credit=config.credit, beta=config.beta,
             adjacency=config.adjacency, accountant=config.accountant,
             variance_floor=floor, recorder=recorder,
+            variance_floor_source="proven" if config.variance_floor is None else "declared",
             seed=None if config.secure_mode else config.seed, secure_mode=config.secure_mode,
             preprocessing_note=data.preprocessing_note,
         )
@@ -360,7 +400,8 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
                     sgd.step()
             bar.update(1)
         acc = _accuracy(model, x_test, y_test)
-        row = {"epoch": epoch + 1, "steps": len(records) if private else None,
+        row = {"epoch": epoch + 1, "steps": (epoch + 1) * len(train_loader) if not private
+               else len(records),
                "epsilon": opt.ledger.epsilon if private else math.inf,
                "test_accuracy": acc, "elapsed_s": time.perf_counter() - t0}
         metrics.append(row)
@@ -381,7 +422,7 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
         test_accuracy=metrics[-1]["test_accuracy"] if metrics else _accuracy(model, x_test,
                                                                              y_test),
         epsilon=opt.ledger.epsilon if private else math.inf,
-        steps=opt.ledger.steps if private else 0,
+        steps=opt.ledger.steps if private else last * len(train_loader),
         statement=statement, metrics=metrics, step_records=records,
         weights=model.qlayer.weights.detach().numpy().copy(),
         output_dir=str(out_dir) if out_dir else None, stopped_early=stopped,

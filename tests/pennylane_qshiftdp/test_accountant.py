@@ -350,7 +350,7 @@ class TestStatement:
         assert f"Shot-noise credit: {mode}" in text
         gaussian = "treats the shot noise of the sample means as Gaussian by the central limit"
         assert (gaussian in text) == (mode != "none")
-        assert ("δ + β" in text) == (mode == "adaptive")
+        assert ("δ + β" in text) == (mode in ("adaptive", "isotropic"))
         assert "Preprocessing: declared data-independent" in text
         assert "NOT protected" not in text
 

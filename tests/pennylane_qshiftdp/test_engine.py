@@ -1,6 +1,7 @@
 """Smoke tests of the end-to-end training job on a tiny configuration (default.qubit)."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -8,7 +9,7 @@ import pytest
 from pennylane_qshiftdp.engine import TrainConfig, train
 
 TINY = dict(device="default.qubit", qubits=2, layers=1, epochs=2, expected_batch_size=32,
-            shots=100, seed=3)
+            shots=100, seed=3, secure_mode=False)
 
 
 def test_train_writes_outputs_and_respects_budget(tmp_path):
@@ -154,9 +155,30 @@ def test_ledger_epsilon_equals_independent_opacus_recomputation(tmp_path):
 
 
 def test_secure_mode_runs_and_refuses_a_seed():
-    r = train(TrainConfig(**{**TINY, "epochs": 1}, secure_mode=True), progress=False)
-    assert r.steps > 0 and r.epsilon <= 1.0
+    r = train(TrainConfig(**{**TINY, "epochs": 1, "secure_mode": True}), progress=False)
+    assert r.steps > 0 and r.epsilon <= 1.0 and "CSPRNG" in r.statement
     model = torch.nn.Sequential(_torch_layer())
     with pytest.raises(ValueError, match="refuses `seed`"):
         make_private(model, torch.optim.SGD(model.parameters(), lr=0.1), _loader(),
                      target_epsilon=1.0, target_delta=1e-3, epochs=1, secure_mode=True, seed=1)
+
+
+def test_statement_for_isotropic_declared_floor_and_seeded_noise():
+    cfg = TrainConfig(**{**TINY, "epochs": 1}, credit="isotropic", beta=1e-3,
+                      variance_floor=0.5)
+    with pytest.warns(qs.PrivacyWarning, match="declared by you"):
+        r = train(cfg, progress=False)
+    assert "(ε, δ + β)" in r.statement
+    assert "DECLARED BY THE USER" in r.statement
+    assert "NOT for a real release" in r.statement
+
+
+@pytest.mark.parametrize("field,value,msg", [
+    ("epsilon", float("nan"), "`epsilon` must be a positive number or inf"),
+    ("lr", float("inf"), "`lr` must be positive and finite"),
+    ("variance_floor", 5.0, "`variance_floor` must be in [0, 1]"),
+])
+def test_train_rejects_bad_values(field, value, msg):
+    with pytest.raises(ValueError, match=re.escape(msg)):
+        train(TrainConfig(**{**TINY, field: value}, credit="depolarizing" if field ==
+                          "variance_floor" else "none"), progress=False)
