@@ -459,6 +459,9 @@ def write_outputs(result: TrainResult, ledger: PrivacyLedger | None, out_dir: Pa
     if result.step_records:
         ax[1].plot([r["step"] for r in result.step_records],
                    [r["epsilon"] for r in result.step_records])
+    else:
+        ax[1].text(0.5, 0.5, "non-private run: ε = ∞", ha="center", va="center",
+                   transform=ax[1].transAxes)
     ax[1].set(xlabel="steps", ylabel="ε spent (nats)", title="Privacy spent")
     fig.tight_layout()
     fig.savefig(out_dir / "accuracy_epsilon.png", dpi=100)
@@ -478,8 +481,13 @@ def write_outputs(result: TrainResult, ledger: PrivacyLedger | None, out_dir: Pa
         ax[1].set_title(f"Shot noise credited (mode: {mode})")
     ax[0].set(xlabel="step", ylabel="variance per coordinate (mean)",
               title="Noise per coordinate: added + credited")
-    ax[0].legend(fontsize=7, loc="lower right")
+    if result.step_records:
+        ax[0].legend(fontsize=7, loc="lower right")
+    else:
+        ax[0].text(0.5, 0.5, "non-private run: no noise", ha="center", va="center",
+                   transform=ax[0].transAxes)
     ax[1].set(xlabel="step", ylabel="credited share of σ²Δ² (%)")
+    ax[1].xaxis.get_major_locator().set_params(integer=True)
     fig.tight_layout()
     fig.savefig(out_dir / "noise.png", dpi=100)
     plt.close(fig)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 
 from .certify import qldp_certificate, qldp_epsilon, qprldp_certificate, qprldp_epsilon
@@ -32,10 +33,11 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--channel", default="depolarizing", choices=["depolarizing"],
                    help="channel family (default: depolarizing)")
     grp = c.add_mutually_exclusive_group(required=True)
-    grp.add_argument("--p", type=float, help="depolarizing p (D_p convention of DESIGN §2)")
+    grp.add_argument("--p", type=float, help="p of D_p(rho) = (1 - p) rho + p I/d (docs/qprldp.md)")
     grp.add_argument("--p-pennylane", type=float, dest="q",
                      help="PennyLane DepolarizingChannel parameter q (p = 4q/3, single qubit)")
-    c.add_argument("--dim", type=int, default=2, help="dimension d of global depolarizing")
+    c.add_argument("--dim", type=int, default=None,
+                   help="dimension d of global depolarizing (default 2, or 2^qubits)")
     c.add_argument("--local", action="store_true",
                    help="local depolarizing D_p^(⊗n) on --qubits qubits")
     c.add_argument("--qubits", type=int, default=None, help="number of qubits n (with --local)")
@@ -51,17 +53,30 @@ class _ArgError(Exception):
 
 
 def _build_channel(ns):
+    if ns.local:
+        if ns.qubits is None:
+            raise _ArgError("--local requires --qubits N.")
+        if ns.dim is not None:
+            raise _ArgError(
+                f"--local acts qubit by qubit and takes no --dim. Found --dim {ns.dim}."
+            )
+    dim = ns.dim
+    if not ns.local and ns.qubits is not None:
+        if dim is not None and dim != 2**ns.qubits:
+            raise _ArgError(f"--dim {dim} contradicts --qubits {ns.qubits} (d = 2^n = "
+                            f"{2**ns.qubits}); give one of them.")
+        dim = 2**ns.qubits
+    dim = 2 if dim is None else dim
     if ns.q is not None:
+        if not ns.local and dim != 2:
+            raise _ArgError(f"--p-pennylane is PennyLane's single-qubit DepolarizingChannel "
+                            f"parameter; use --p for d = {dim} (or --local).")
         p = depolarizing_p_from_pennylane(ns.q)
     else:
         p = ns.p
     if ns.local:
-        if ns.qubits is None:
-            raise _ArgError("--local requires --qubits N.")
         return local_depolarizing(p, ns.qubits)
-    if ns.qubits is not None:
-        return depolarizing(p, 2**ns.qubits)
-    return depolarizing(p, ns.dim)
+    return depolarizing(p, dim)
 
 
 def _fmt_eps(x: float) -> str:
@@ -118,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, TypeError, NotImplementedError, _ArgError) as exc:
         print(f"qprldp: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into `head` and closed early
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115  (silence the interpreter's flush)
     return 0
 
 

@@ -60,3 +60,15 @@ def test_argparse_errors_exit_2(capsys):
     assert main(["frobnicate"]) == 2
     assert main(["certify", "--epsilon", "1"]) == 2  # neither --p nor --p-pennylane
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["--local", "--qubits", "3", "--dim", "4"], "--local acts qubit by qubit and takes no --dim"),
+    (["--qubits", "3", "--dim", "4"], "--dim 4 contradicts --qubits 3"),
+    (["--dim", "4"], "--p-pennylane is PennyLane's single-qubit"),
+])
+def test_conflicting_options_are_refused(argv, msg, capsys):
+    base = ["certify", "--epsilon", "1"]
+    p = ["--p-pennylane", "0.1"] if "--p-pennylane" in msg else ["--p", "0.3"]
+    assert main(base + p + argv) == 2
+    assert msg in capsys.readouterr().err
