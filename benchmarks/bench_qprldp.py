@@ -131,16 +131,47 @@ def _table(rows: list[dict], cols: list[str]) -> str:
     return "\n".join(out)
 
 
+def figure(result: dict, json_path: Path) -> Path:
+    """Certificate and search times, saved as a PNG beside the JSON."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _common import pyplot, save_figure
+
+    plt = pyplot()
+    fig, ax = plt.subplots(1, 3, figsize=(14, 4))
+    g = result["global_certificates"]
+    ax[0].plot([r["d"] for r in g], [r["seconds"] for r in g], "o-")
+    ax[0].set(xscale="log", yscale="log", xlabel="dimension d", ylabel="seconds",
+              title="global depolarizing certificates")
+    loc = result["local_certificates"]
+    for key in ("qldp_seconds", "qprldp_seconds"):
+        ax[1].plot([r["n"] for r in loc], [r[key] for r in loc], "o-", label=key)
+    ax[1].set(yscale="log", xlabel="qubits n", ylabel="seconds",
+              title="local depolarizing certificates")
+    ax[1].legend(fontsize=7)
+    for (ch, notion) in sorted({(r["channel"], r["notion"]) for r in result["worst_case_search"]}):
+        rows = [r for r in result["worst_case_search"]
+                if r["channel"] == ch and r["notion"] == notion]
+        ax[2].plot([r["d"] for r in rows], [r["seconds"] for r in rows], "o-",
+                   label=f"{ch} {notion}")
+    ax[2].set(xscale="log", yscale="log", xlabel="dimension d", ylabel="seconds",
+              title="worst-case search")
+    ax[2].legend(fontsize=7)
+    return save_figure(fig, json_path)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, write the JSON result and print tables."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small configuration (for tests)")
+    ap.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, default=RESULTS_DIR, help="output directory")
     ns = ap.parse_args(argv)
+    ns.quick = ns.quick or ns.tiny
     result = run(quick=ns.quick)
     ns.out.mkdir(parents=True, exist_ok=True)
-    path = ns.out / "bench_qprldp.json"
+    path = ns.out / ("bench_qprldp_quick.json" if ns.quick else "bench_qprldp.json")
     path.write_text(json.dumps(result, indent=2, default=float))
+    figure(result, path)
     print("Global depolarizing: QLDP + QPrLDP certificates (median seconds)")
     print(_table(result["global_certificates"], ["d", "seconds"]))
     print("\nLocal depolarizing D_p^(⊗n) certificates (median seconds, delta bounds at eps=1)")

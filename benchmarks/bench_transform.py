@@ -8,6 +8,12 @@ default.qubit with input broadcasting, and lightning.qubit. Prints the median ti
     python benchmarks/bench_transform.py            # issue #2 configuration
     python benchmarks/bench_transform.py --quick    # seconds
     python benchmarks/bench_transform.py --qubits 4 8 --shots 100 1000   # wider sweep
+    python benchmarks/bench_transform.py --sweep    # issue #5: 4 and 8 qubits, Ns 100 and 1000,
+                                                    # both devices (with --quick: fewer repeats)
+
+Results: ``benchmarks/results/bench_transform.json`` (issue #2 default),
+``bench_transform_sweep.json`` (issue #5 sweep), ``*_quick.json`` for quick runs; a PNG beside
+each JSON.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import pennylane as qml
 from pennylane import numpy as pnp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import table, write_result  # noqa: E402
+from _common import pyplot, save_figure, table, write_result  # noqa: E402
 
 import pennylane_qshiftdp as qs  # noqa: E402
 
@@ -86,20 +92,48 @@ def main(argv=None):
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--shots", nargs="+", type=int, default=[1000])
     p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--repeats", type=int, default=15)
+    p.add_argument("--repeats", type=int, default=None,
+                   help="alternated repeats (default 15; 5 for the full --sweep)")
+    p.add_argument("--sweep", action="store_true",
+                   help="issue #5 sweep: 4 and 8 qubits, Ns 100 and 1000, both devices")
+    p.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--out", type=Path, default=None, help="output directory for the JSON")
     args = p.parse_args(argv)
-    if args.quick:
+    if args.tiny:  # test configuration: the quick default, one device
+        args.quick, args.sweep, args.devices = True, False, ["default.qubit"]
+    if args.sweep:
+        args.qubits, args.shots = [4, 8], [100, 1000]
+        args.devices = ["default.qubit", "lightning.qubit"]
+        if args.quick:
+            args.batch, args.repeats = 8, 3
+        elif args.repeats is None:
+            args.repeats = 5
+    elif args.quick:
         args.qubits, args.shots, args.batch, args.repeats, args.layers = [2], [100], 4, 3, 1
+    args.repeats = 15 if args.repeats is None else args.repeats
     rows = [run_config(d, q, args.layers, s, args.batch, args.repeats)
             for d in args.devices for q in args.qubits for s in args.shots]
     cols = ["device", "qubits", "shots", "batch", "tapes_per_gradient", "circuits_executed",
             "median_ours_s", "median_pennylane_s", "median_ratio"]
     print(table(rows, cols))
-    path = write_result("bench_transform" + ("_quick" if args.quick else ""),
-                        {"quick": args.quick, "rows": rows}, args.out)
+    name = "bench_transform" + ("_sweep" if args.sweep else "") + ("_quick" if args.quick else "")
+    path = write_result(name, {"quick": args.quick, "sweep": args.sweep, "rows": rows}, args.out)
+    figure(rows, path)
     print(f"wrote {path}")
     return rows
+
+
+def figure(rows, json_path):
+    """Time ratio (ours / PennyLane's) per configuration."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    labels = [f"{r['device'].split('.')[0]}\n{r['qubits']}q Ns={r['shots']}" for r in rows]
+    ax.bar(range(len(rows)), [r["median_ratio"] for r in rows])
+    ax.axhline(1.0, c="k", ls="--")
+    ax.set_xticks(range(len(rows)), labels, fontsize=7)
+    ax.set(ylabel="median time ratio (ours / qml.gradients.param_shift)",
+           title="Gradient transform overhead")
+    return save_figure(fig, json_path)
 
 
 if __name__ == "__main__":

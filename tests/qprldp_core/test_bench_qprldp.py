@@ -12,7 +12,7 @@ def test_bench_quick(tmp_path, capsys):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert mod.main(["--quick", "--out", str(tmp_path)]) == 0
-    data = json.loads((tmp_path / "bench_qprldp.json").read_text())
+    data = json.loads((tmp_path / "bench_qprldp_quick.json").read_text())
     assert data["quick"] is True
     assert data["environment"]["cpu_count"] >= 1 and "numpy" in data["environment"]["packages"]
     assert {r["n"] for r in data["local_certificates"]} >= {50}

@@ -1,0 +1,235 @@
+r"""Artificial noise variance per step: ``adaptive`` vs ``none``, ``isotropic``, ``depolarizing``.
+
+For one Poisson-sized batch of B digits examples (0 vs 1, fixed preprocessing, 4 qubits,
+2 StronglyEntanglingLayers, linear loss, weights at the training initialisation), the script
+records the parameter-shift shot statistics once and evaluates every credit mode on the *same*
+statistics (``pennylane_qshiftdp.noise.shot_noise_credit``), with σ calibrated by Opacus's RDP
+accountant for (ε, δ = 1e-5, q = B/N, T = 10 epochs) and β = 1e-3 (Bonferroni over T and the
+K = 24 coordinates). Device noise: none (default.qubit) or PennyLane ``DepolarizingChannel(q)``
+with q = 3p/4 for p ∈ {0.01, 0.05} (default.mixed).
+
+Definitions reported (mean over the K coordinates, all variances of the *summed* gradient):
+
+* ``reduction_vs_none`` = 1 − added_adaptive / added_none = credit / σ²Δ² (what the optimizer
+  saves; includes the lower confidence bound and the leave-the-differing-example-out term);
+* ``reduction_vs_depolarizing`` = 1 − added_adaptive / added_depolarizing (vs non-adaptive);
+* ``estimate_ratio`` = V̂ / σ²Δ²: the batch's point-estimated shot-noise variance (no confidence
+  bound, nothing left out): an upper bound on what any credit could save;
+* ``std_reduction`` = 1 − sqrt(added_adaptive / added_none) (noise *standard deviation*);
+* ``mismatched_ratio`` = min(1, B · V̂ / σ²Δ²): shot variance of the *averaged* gradient if it
+  were not divided by B (one example's shot noise) against the averaged gradient's DP noise
+  σ²Δ²/B²; a normalisation the paper's σ_B might mean. It is not a valid privacy credit.
+* ``epsilon_for_10pct``: the ε at which the adaptive credit would reach 10 % of σ²Δ² (same q, T).
+
+    python benchmarks/bench_noise.py [--quick] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import mean_std, pyplot, result_name, save_figure, table, write_result  # noqa: E402
+
+from pennylane_qshiftdp.calibration import (  # noqa: E402
+    calibrate_noise_multiplier,
+    compute_epsilon,
+    epochs_to_steps,
+)
+from pennylane_qshiftdp.data import load_dataset  # noqa: E402
+from pennylane_qshiftdp.engine import make_private  # noqa: E402
+from pennylane_qshiftdp.losses import LinearLoss  # noqa: E402
+from pennylane_qshiftdp.models import QuantumClassifier  # noqa: E402
+from pennylane_qshiftdp.noise import (  # noqa: E402
+    artificial_variance,
+    confidence_multiplier,
+    shot_noise_credit,
+)
+from pennylane_qshiftdp.shot_statistics import ShotRecorder  # noqa: E402
+
+MODES = ("none", "depolarizing", "adaptive", "isotropic")
+DELTA, BETA, EPOCHS = 1e-5, 1e-3, 10
+
+
+def record_batch(data, *, p_dev, shots, batch, seed, qubits=4, layers=2, init_scale=0.01):
+    """Shot statistics, loss weights, Jacobian, Δ and floor for one batch."""
+    q_pl = 3.0 * p_dev / 4.0
+    device = "default.mixed" if p_dev > 0 else "default.qubit"
+    rec = ShotRecorder()
+    model = QuantumClassifier(qubits, layers, device=device, shots=shots, seed=seed,
+                              recorder=rec, init_scale=init_scale, init_seed=seed,
+                              depolarizing=q_pl)
+    floor = model.variance_floor()
+    x = torch.as_tensor(data.X_train, dtype=torch.float64)
+    y = torch.as_tensor(data.y_train, dtype=torch.float64)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=batch)
+    sgd = torch.optim.SGD(model.parameters(), lr=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pmodel, opt, _ = make_private(model, sgd, loader, target_epsilon=1.0, target_delta=DELTA,
+                                      epochs=EPOCHS, loss=LinearLoss(), credit="adaptive",
+                                      beta=BETA, variance_floor=floor, recorder=rec, seed=seed)
+    idx = np.random.default_rng(seed).choice(len(x), size=min(batch, len(x)), replace=False)
+    opt.zero_grad()
+    t0 = time.perf_counter()
+    pmodel.loss_backward(x[idx], y[idx], opt)
+    seconds = time.perf_counter() - t0
+    return {"stats": rec.statistics, "weights": opt.loss_weights, "jacobian": opt.jacobian,
+            "delta": pmodel.sensitivity.delta, "floor": floor, "device": device,
+            "q_pennylane": q_pl, "seconds": seconds}
+
+
+_SIGMA_CACHE: dict = {}
+
+
+def evaluate(rb, *, epsilon, batch, n):
+    q = batch / n
+    steps = epochs_to_steps(epochs=EPOCHS, sample_rate=q)
+    k = rb["jacobian"].shape[1]
+    key = (epsilon, q, steps)
+    if key not in _SIGMA_CACHE:
+        _SIGMA_CACHE[key] = calibrate_noise_multiplier(target_epsilon=epsilon,
+                                                       target_delta=DELTA, sample_rate=q,
+                                                       steps=steps)
+    sigma = _SIGMA_CACHE[key]
+    z = confidence_multiplier(beta=BETA, steps=steps, coordinates=k)
+    target = sigma**2 * rb["delta"] ** 2
+    out = {"sigma": sigma, "z": z, "steps": steps, "target_variance": target}
+    credits = {}
+    for mode in MODES:
+        cr = shot_noise_credit(rb["stats"], jacobian=rb["jacobian"], loss_weights=rb["weights"],
+                               mode=mode, variance_floor=rb["floor"], z=z)
+        added = artificial_variance(cr.credit, noise_multiplier=sigma, sensitivity=rb["delta"])
+        out[f"added_{mode}"] = float(added.mean())
+        credits[mode] = cr
+    est = float(credits["adaptive"].estimate.mean())
+    a, nn = out["added_adaptive"], out["added_none"]
+    out["reduction_vs_none"] = 1.0 - a / nn
+    out["reduction_isotropic_vs_none"] = 1.0 - out["added_isotropic"] / nn
+    out["reduction_depolarizing_vs_none"] = 1.0 - out["added_depolarizing"] / nn
+    out["reduction_vs_depolarizing"] = 1.0 - a / out["added_depolarizing"]
+    out["estimate_ratio"] = est / target
+    out["std_reduction"] = 1.0 - math.sqrt(a / nn)
+    out["mismatched_ratio"] = min(1.0, batch * est / target)
+    credit = float(credits["adaptive"].credit.mean())
+    # σ at which the credit equals 10 % of σ²Δ², and the ε it would buy.
+    if credit > 0:
+        sigma10 = math.sqrt(credit / (0.1 * rb["delta"] ** 2))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out["epsilon_for_10pct"] = compute_epsilon(noise_multiplier=sigma10, sample_rate=q,
+                                                       steps=steps, delta=DELTA)
+        out["sigma_for_10pct"] = sigma10
+    else:
+        out["epsilon_for_10pct"], out["sigma_for_10pct"] = math.inf, 0.0
+    return out
+
+
+def run(*, device_ps, shots_list, batches, epsilons, seeds):
+    data = load_dataset("digits", n_features=4, seed=0, test_size=0.25, preprocessing="fixed")
+    n = data.n_train
+    raw = []
+    for p_dev in device_ps:
+        for shots in shots_list:
+            for batch in batches:
+                for seed in seeds:
+                    rb = record_batch(data, p_dev=p_dev, shots=shots, batch=batch, seed=seed)
+                    for eps in epsilons:
+                        row = {"device_p": p_dev, "device": rb["device"],
+                               "q_pennylane": rb["q_pennylane"], "shots": shots,
+                               "batch": batch, "seed": seed, "epsilon": eps,
+                               "delta_sensitivity": rb["delta"], "variance_floor": rb["floor"],
+                               "record_seconds": rb["seconds"]}
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")
+                            row.update(evaluate(rb, epsilon=eps, batch=batch, n=n))
+                        raw.append(row)
+    # Aggregate over seeds.
+    keys = ["added_none", "added_depolarizing", "added_adaptive", "added_isotropic",
+            "reduction_vs_none", "reduction_vs_depolarizing", "reduction_isotropic_vs_none",
+            "reduction_depolarizing_vs_none", "estimate_ratio", "std_reduction",
+            "mismatched_ratio", "epsilon_for_10pct"]
+    summary = []
+    groups = sorted({(r["device_p"], r["shots"], r["batch"], r["epsilon"]) for r in raw})
+    for g in groups:
+        rows = [r for r in raw if (r["device_p"], r["shots"], r["batch"], r["epsilon"]) == g]
+        s = {"device_p": g[0], "shots": g[1], "batch": g[2], "epsilon": g[3],
+             "target_variance": rows[0]["target_variance"], "sigma": rows[0]["sigma"],
+             "seeds": len(rows)}
+        for k in keys:
+            m, sd = mean_std([r[k] for r in rows])
+            s[k], s[k + "_std"] = m, sd
+        summary.append(s)
+    return {"dataset_size": n, "rows": raw, "summary": summary}
+
+
+def figure(result, json_path):
+    plt = pyplot()
+    summ = result["summary"]
+    eps0 = max(r["epsilon"] for r in summ)  # largest ε: smallest σ, largest credit share
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    for p_dev in sorted({r["device_p"] for r in summ}):
+        for shots in sorted({r["shots"] for r in summ}):
+            rows = sorted([r for r in summ if r["device_p"] == p_dev and r["shots"] == shots
+                           and r["epsilon"] == eps0], key=lambda r: r["batch"])
+            lab = f"p={p_dev}, Ns={shots}"
+            ax[0].plot([r["batch"] for r in rows],
+                       [max(100 * r["reduction_vs_none"], 1e-6) for r in rows], "o-", label=lab)
+            ax[1].plot([r["batch"] for r in rows],
+                       [max(100 * r["mismatched_ratio"], 1e-6) for r in rows], "s--", label=lab)
+    ax[0].axhspan(10, 16, color="grey", alpha=0.2, label="claimed 10–16 %")
+    ax[0].set(xscale="log", yscale="log", xlabel="batch size B",
+              ylabel="artificial variance saved (%)",
+              title=f"adaptive vs none (credit / σ²Δ²), ε={eps0}")
+    ax[1].axhspan(10, 16, color="grey", alpha=0.2)
+    ax[1].set(xscale="log", yscale="log", xlabel="batch size B", ylabel="%",
+              title="mismatched normalisation B·V̂/σ²Δ² (not a valid credit)")
+    ax[0].legend(fontsize=7)
+    return save_figure(fig, json_path)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="reduced configuration (a minute)")
+    p.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--out", type=Path, default=None, help="output directory")
+    args = p.parse_args(argv)
+    args.quick = args.quick or args.tiny
+    if args.tiny:
+        cfg = {"device_ps": [0.0], "shots_list": [100], "batches": [8], "epsilons": [1.0],
+               "seeds": [0]}
+    elif args.quick:
+        cfg = {"device_ps": [0.0, 0.05], "shots_list": [100, 1000], "batches": [16, 64, 256],
+               "epsilons": [1.0, 8.0], "seeds": [0]}
+    else:
+        cfg = {"device_ps": [0.0, 0.01, 0.05], "shots_list": [100, 1000, 10000],
+               "batches": [16, 64, 256], "epsilons": [0.5, 1.0, 8.0], "seeds": [0, 1, 2]}
+    t0 = time.perf_counter()
+    res = run(**cfg)
+    result = {"quick": args.quick,
+              "config": {**cfg, "dataset": "digits (0 vs 1, fixed preprocessing)",
+                         "qubits": 4, "layers": 2, "loss": "linear", "delta": DELTA,
+                         "beta": BETA, "epochs_for_T": EPOCHS, "accountant": "rdp",
+                         "weights": "initialisation (init_scale=0.01)",
+                         "device_noise": "DepolarizingChannel(q=3p/4) on every qubit, "
+                                         "default.mixed; p=0: default.qubit"},
+              **res, "seconds": time.perf_counter() - t0}
+    print(table(res["summary"], ["device_p", "shots", "batch", "epsilon", "sigma",
+                                 "reduction_vs_none", "reduction_vs_depolarizing",
+                                 "estimate_ratio", "mismatched_ratio", "epsilon_for_10pct"]))
+    path = write_result(result_name("bench_noise", args.quick), result, args.out)
+    figure(result, path)
+    print(f"wrote {path}")
+    return result
+
+
+if __name__ == "__main__":
+    main()

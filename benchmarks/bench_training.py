@@ -1,0 +1,156 @@
+r"""One private (Q-ShiftDP) training epoch against one non-private parameter-shift epoch.
+
+Same model (angle embedding + StronglyEntanglingLayers, 4 qubits, 2 layers, ⟨Z₀⟩, linear
+loss), same data (digits 0 vs 1, fixed preprocessing, 270 training examples), same device,
+shots and Poisson-sampled batches (Opacus ``DPDataLoader``, expected batch 32, same sampler
+seed). The private epoch uses ``make_private`` + ``PrivateModel.loss_backward`` +
+``QShiftDPOptimizer.step`` (credit ``none``, and ``adaptive`` which also records shot
+statistics and computes the credit); the non-private epoch back-propagates the mean loss
+through ``pennylane_qshiftdp.param_shift`` and steps plain SGD. Epochs are alternated in one
+process; reported: median seconds per epoch, time ratio (private / non-private) and samples
+per second.
+
+    python benchmarks/bench_training.py [--quick] [--devices ...] [--shots ...] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import torch
+from opacus.data_loader import DPDataLoader
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import pyplot, result_name, save_figure, table, write_result  # noqa: E402
+
+from pennylane_qshiftdp.data import load_dataset  # noqa: E402
+from pennylane_qshiftdp.engine import make_private  # noqa: E402
+from pennylane_qshiftdp.losses import LinearLoss  # noqa: E402
+from pennylane_qshiftdp.models import QuantumClassifier  # noqa: E402
+from pennylane_qshiftdp.shot_statistics import ShotRecorder  # noqa: E402
+
+
+def _dataset(n_train):
+    data = load_dataset("digits", n_features=4, seed=0, test_size=0.25, preprocessing="fixed")
+    x = torch.as_tensor(data.X_train[:n_train], dtype=torch.float64)
+    y = torch.as_tensor(data.y_train[:n_train], dtype=torch.float64)
+    return torch.utils.data.TensorDataset(x, y)
+
+
+def run_config(device, shots, credit, *, batch, repeats, n_train, seed=0):
+    dataset = _dataset(n_train)
+    loss = LinearLoss()
+    rec = ShotRecorder() if credit != "none" else None
+    dp_model = QuantumClassifier(4, 2, device=device, shots=shots, seed=seed, recorder=rec,
+                                 init_seed=seed)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=batch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pmodel, opt, dp_loader = make_private(
+            dp_model, torch.optim.SGD(dp_model.parameters(), lr=0.2), loader,
+            target_epsilon=1.0, target_delta=1e-5, epochs=repeats + 2, loss=loss,
+            credit=credit, beta=1e-3 if credit == "adaptive" else 0.0, recorder=rec, seed=seed)
+    np_model = QuantumClassifier(4, 2, device=device, shots=shots, seed=seed, init_seed=seed)
+    sgd = torch.optim.SGD(np_model.parameters(), lr=0.2)
+    np_gen = torch.Generator()
+    np_loader = DPDataLoader.from_data_loader(loader, generator=np_gen)
+    dp_gen = dp_loader.batch_sampler.generator
+
+    def private_epoch():
+        n = 0
+        for xb, yb in dp_loader:
+            opt.zero_grad()
+            pmodel.loss_backward(xb, yb, opt)
+            opt.step()
+            n += xb.shape[0]
+        return n
+
+    def plain_epoch():
+        n = 0
+        for xb, yb in np_loader:
+            sgd.zero_grad()
+            if xb.shape[0]:
+                loss(np_model(xb), yb).sum().div(batch).backward()
+                sgd.step()
+            n += xb.shape[0]
+        return n
+
+    t_dp, t_np, n_dp, n_np = [], [], 0, 0
+    for r in range(repeats):
+        dp_gen.manual_seed(seed + 100 + r)
+        np_gen.manual_seed(seed + 100 + r)
+        t0 = time.perf_counter()
+        n_dp += private_epoch()
+        t_dp.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        n_np += plain_epoch()
+        t_np.append(time.perf_counter() - t0)
+    ratios = [a / b for a, b in zip(t_dp, t_np, strict=True)]
+    return {"device": device, "shots": shots, "credit": credit, "batch": batch,
+            "n_train": len(dataset), "repeats": repeats,
+            "median_private_s": statistics.median(t_dp),
+            "median_nonprivate_s": statistics.median(t_np),
+            "median_ratio": statistics.median(ratios),
+            "private_samples_per_s": n_dp / sum(t_dp),
+            "nonprivate_samples_per_s": n_np / sum(t_np)}
+
+
+def figure(rows, json_path):
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    labels = [f"{r['device'].split('.')[0]}\nNs={r['shots']}\n{r['credit']}" for r in rows]
+    xs = range(len(rows))
+    ax.bar([x - 0.2 for x in xs], [r["private_samples_per_s"] for r in rows], 0.4,
+           label="private epoch")
+    ax.bar([x + 0.2 for x in xs], [r["nonprivate_samples_per_s"] for r in rows], 0.4,
+           label="non-private epoch")
+    ax.set_xticks(list(xs), labels, fontsize=7)
+    ax.set(ylabel="samples / s", title="Training throughput (one epoch)")
+    ax.legend()
+    return save_figure(fig, json_path)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="reduced configuration (a minute)")
+    p.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--devices", nargs="+", default=None)
+    p.add_argument("--shots", nargs="+", type=int, default=None)
+    p.add_argument("--credits", nargs="+", default=None)
+    p.add_argument("--out", type=Path, default=None, help="output directory")
+    args = p.parse_args(argv)
+    args.quick = args.quick or args.tiny
+    if args.tiny:
+        devices, shots, credits, repeats, batch, n_train = (["default.qubit"], [100],
+                                                            ["adaptive"], 1, 8, 16)
+    elif args.quick:
+        devices, shots, credits, repeats, batch, n_train = (["default.qubit"], [100],
+                                                            ["none", "adaptive"], 2, 32, 270)
+    else:
+        devices, shots, credits, repeats, batch, n_train = (
+            ["default.qubit", "lightning.qubit"], [100, 1000], ["none", "adaptive"], 3, 32, 270)
+    devices = args.devices or devices
+    shots = args.shots or shots
+    credits = args.credits or credits
+    rows = [run_config(d, s, c, batch=batch, repeats=repeats, n_train=n_train)
+            for d in devices for s in shots for c in credits]
+    print(table(rows, ["device", "shots", "credit", "median_private_s", "median_nonprivate_s",
+                       "median_ratio", "private_samples_per_s", "nonprivate_samples_per_s"]))
+    result = {"quick": args.quick,
+              "config": {"dataset": "digits (0 vs 1, fixed preprocessing)", "qubits": 4,
+                         "layers": 2, "expected_batch_size": batch, "epsilon": 1.0,
+                         "delta": 1e-5, "beta_adaptive": 1e-3, "loss": "linear"},
+              "rows": rows}
+    path = write_result(result_name("bench_training", args.quick), result, args.out)
+    figure(rows, path)
+    print(f"wrote {path}")
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,345 @@
+r"""Privacy-utility: test accuracy against ε for Q-ShiftDP credit modes, DP-SGD and no privacy.
+
+Model: angle embedding + 2 StronglyEntanglingLayers on 4 qubits, output ⟨Z₀⟩, linear loss
+ℓ = −y f, SGD, expected batch 32 with Poisson sampling, δ = 1e-5, RDP accountant, 4 features.
+Data sets: ``digits`` (0 vs 1, fixed data-independent preprocessing) and ``breast_cancer``
+(``standardize_pca``: the standardisation/PCA statistics are data-dependent and *not* protected).
+Simulator: default.qubit with input broadcasting (≈5× faster than lightning.qubit here);
+the ``depolarizing`` credit runs on default.mixed with PennyLane ``DepolarizingChannel(q)``,
+q = 3p/4, on every qubit (device depolarizing probability p ∈ {0.01, 0.05}); default.mixed is
+≈17× slower per epoch than default.qubit here, so ``--quick`` runs it on digits only.
+
+Methods (each gets the same search budget: a grid of G values of *one* hyperparameter, the
+value with the best mean test accuracy over the seeds is reported — the same, optimistic,
+protocol for every method; the search itself is not privacy-accounted):
+
+* ``nonprivate``: ε = ∞, no noise; learning rate tuned on the grid.
+* ``qshiftdp_none``: Q-ShiftDP without shot-noise credit; learning rate tuned on the grid.
+* ``qshiftdp_adaptive`` (β = 1e-3; reported guarantee (ε, δ + β)) and
+  ``qshiftdp_depolarizing_p<p>``: the same algorithm with less artificial noise, at the
+  learning rate selected for ``qshiftdp_none`` (no extra tuning).
+* ``dpsgd_clip``: DP-SGD with per-example clipping on the *same* circuit, shots and Poisson
+  batches; Opacus's ``DPOptimizer`` clips and adds N(0, σ²C²) with σ calibrated for the same
+  (ε, δ, q, T); the per-example gradients are computed here (one broadcast parameter-shift
+  Jacobian per batch with ``pennylane_qshiftdp.param_shift``; Opacus cannot hook quantum
+  layers) and handed over as ``p.grad_sample``. The clipping norm C = c·Δ is tuned on the grid
+  of c, with learning rate lr_base·Δ/C (lr_base = 0.2, the Q-ShiftDP default): c = 1 never
+  clips and equals ``qshiftdp_none`` at lr_base.
+
+    python benchmarks/bench_utility.py [--quick] [--datasets ...] [--epsilons ...] [--shots ...]
+                                       [--seeds ...] [--epochs N] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pennylane as qml
+import torch
+from opacus.data_loader import DPDataLoader
+from opacus.optimizers import DPOptimizer
+from pennylane import numpy as pnp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import mean_std, pyplot, result_name, save_figure, table, write_result  # noqa: E402
+
+import pennylane_qshiftdp as qs  # noqa: E402
+from pennylane_qshiftdp import _compat  # noqa: E402
+from pennylane_qshiftdp.calibration import (  # noqa: E402
+    calibrate_noise_multiplier,
+    epochs_to_steps,
+)
+from pennylane_qshiftdp.data import load_dataset  # noqa: E402
+from pennylane_qshiftdp.engine import TrainConfig, _seed_for, train  # noqa: E402
+from pennylane_qshiftdp.models import QuantumClassifier  # noqa: E402
+from pennylane_qshiftdp.sensitivity import sensitivity  # noqa: E402
+
+PREPROCESSING = {"digits": "fixed", "breast_cancer": "standardize_pca", "iris": "standardize_pca",
+                 "wine": "standardize_pca"}
+DELTA, BETA, BATCH, QUBITS, LAYERS, LR_BASE = 1e-5, 1e-3, 32, 4, 2, 0.2
+FULL_CONFIG = {"datasets": ["digits", "breast_cancer"],
+               "epsilons": [0.5, 1.0, 2.0, 4.0, 8.0, math.inf], "shots_list": [100, 1000],
+               "seeds": [0, 1, 2], "epochs": 10, "lr_grid": [0.1, 0.3, 1.0],
+               "clip_grid": [1.0, 0.25, 0.0625], "depol_ps": [0.01, 0.05], "test_size": 0.25}
+
+
+def estimate_seconds(quick_result: dict, config: dict = FULL_CONFIG) -> dict:
+    """Wall-clock estimate of ``config`` from a quick run's per-run-epoch times."""
+    per = {}
+    for e in quick_result["settings"]:
+        for cands in [*e["candidates"].values(), *[[m] for m in e["methods"].values()]]:
+            for c in cands:
+                kind = "mixed" if c["method"].startswith("qshiftdp_depol") else (
+                    "dpsgd" if c["method"] == "dpsgd_clip" else "qubit")
+                for r in c["runs"]:
+                    per.setdefault((e["dataset"], kind), []).append(
+                        r["seconds"] / quick_result["config"]["epochs"])
+    per = {k: float(np.mean(v)) for k, v in per.items()}
+    total, parts = 0.0, {}
+    n_priv = sum(math.isfinite(x) for x in config["epsilons"])
+    n_inf = len(config["epsilons"]) - n_priv
+    def lookup(ds, kind):
+        # A data set or run kind absent from the quick run: the mean over the other data sets.
+        if (ds, kind) in per:
+            return per[(ds, kind)]
+        same = [v for (d, k), v in per.items() if k == kind]
+        return float(np.mean(same)) if same else float("nan")
+
+    for ds in config["datasets"]:
+        runs = {"qubit": len(config["shots_list"]) * len(config["seeds"]) * (
+                    n_priv * (len(config["lr_grid"]) + 1) + n_inf * len(config["lr_grid"])),
+                "dpsgd": len(config["shots_list"]) * len(config["seeds"]) * n_priv
+                * len(config["clip_grid"]),
+                "mixed": len(config["shots_list"]) * len(config["seeds"]) * n_priv
+                * len(config["depol_ps"])}
+        for kind, n in runs.items():
+            sec = n * config["epochs"] * lookup(ds, kind)
+            parts[f"{ds}/{kind}"] = sec
+            total += sec
+    return {"total_seconds": total, "parts_seconds": parts}
+
+
+def _config(dataset, *, epsilon, shots, seed, epochs, lr, test_size, credit="none", beta=0.0,
+            device="default.qubit", depolarizing=0.0):
+    return TrainConfig(dataset=dataset, preprocessing=PREPROCESSING[dataset], epsilon=epsilon,
+                       delta=DELTA, epochs=epochs, expected_batch_size=BATCH, shots=shots,
+                       device=device, layers=LAYERS, qubits=QUBITS, lr=lr, loss="linear",
+                       credit=credit, beta=beta, depolarizing=depolarizing, seed=seed,
+                       test_size=test_size)
+
+
+def run_qshiftdp(cfg: TrainConfig) -> dict:
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = train(cfg, progress=False)
+    art = [r["artificial_variance_mean"] for r in res.step_records]
+    tgt = res.step_records[0]["target_variance"] if res.step_records else None
+    return {"test_accuracy": res.test_accuracy, "epsilon_spent": res.epsilon,
+            "steps": res.steps, "seconds": time.perf_counter() - t0,
+            "artificial_variance_saved": (1 - float(np.mean(art)) / tgt) if tgt else None}
+
+
+def run_dpsgd(dataset, *, epsilon, shots, seed, epochs, clip_fraction, test_size,
+              device="default.qubit") -> dict:
+    """DP-SGD with per-example clipping (Opacus DPOptimizer) on the Q-ShiftDP circuit."""
+    t0 = time.perf_counter()
+    data = load_dataset(dataset, n_features=QUBITS, seed=seed, test_size=test_size,
+                        preprocessing=PREPROCESSING[dataset])
+    model = QuantumClassifier(QUBITS, LAYERS, device=device, shots=shots,
+                              seed=_seed_for(seed, 0, 0), init_scale=0.01, init_seed=seed)
+    qnode, weights = model.qnode, model.qlayer.weights
+    x_train = torch.as_tensor(data.X_train, dtype=torch.float64)
+    y_train = torch.as_tensor(data.y_train, dtype=torch.float64)
+    sens = sensitivity(qnode, inputs=x_train[0],
+                       weights=weights.detach().double().clone().requires_grad_(True))
+    jac_c = np.asarray(sens.classical_jacobian, dtype=float)
+    clip = clip_fraction * sens.delta
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x_train, y_train),
+                                         batch_size=BATCH)
+    q = 1.0 / len(loader)
+    expected = q * len(x_train)
+    steps = epochs_to_steps(epochs=epochs, sample_rate=q)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sigma = calibrate_noise_multiplier(target_epsilon=epsilon, target_delta=DELTA,
+                                           sample_rate=q, steps=steps)
+    noise_gen, sampler_gen = torch.Generator(), torch.Generator()
+    dp_loader = DPDataLoader.from_data_loader(loader, generator=sampler_gen)
+    sgd = torch.optim.SGD([weights], lr=LR_BASE * sens.delta / clip)
+    opt = DPOptimizer(sgd, noise_multiplier=sigma, max_grad_norm=clip,
+                      expected_batch_size=expected, loss_reduction="mean", generator=noise_gen)
+    dev = qnode.device
+    clipped, seen, step = 0, 0, 0
+    for epoch in range(epochs):
+        if shots is not None:
+            _compat.reseed_device(dev, [seed, epoch, 1])
+        sampler_gen.manual_seed(_seed_for(seed, epoch, 2))
+        noise_gen.manual_seed(_seed_for(seed, epoch, 3))
+        for xb, yb in dp_loader:
+            if step >= steps:
+                break
+            opt.zero_grad()
+            if xb.shape[0] == 0:
+                weights.grad_sample = torch.zeros((0, *weights.shape), dtype=weights.dtype)
+            else:
+                tape = qml.workflow.construct_tape(qnode)(
+                    pnp.array(xb.numpy(), requires_grad=False),
+                    pnp.array(weights.detach().double().numpy(), requires_grad=True))
+                [tape], _ = qs.param_shift.expand_transform(tape)
+                tapes, fn = qs.param_shift(tape)
+                jac = fn(qml.execute(tapes, dev))
+                jac = np.stack([np.asarray(j, dtype=float).reshape(-1) for j in jac], axis=1)
+                # Linear loss ℓ = −y f: per-example gradient −y_j ∂f_j/∂θ.
+                per_ex = -yb.numpy()[:, None] * (jac @ jac_c)
+                norms = np.linalg.norm(per_ex, axis=1)
+                clipped += int((norms > clip).sum())
+                seen += len(norms)
+                weights.grad_sample = torch.as_tensor(
+                    per_ex, dtype=weights.dtype).reshape(xb.shape[0], *weights.shape)
+            opt.step()
+            step += 1
+    x_test = torch.as_tensor(data.X_test, dtype=torch.float64)
+    y_test = torch.as_tensor(data.y_test, dtype=torch.float64)
+    with torch.no_grad():
+        pred = torch.where(model(x_test) >= 0, 1.0, -1.0)
+    return {"test_accuracy": float((pred == y_test).double().mean()), "steps": step,
+            "sigma": sigma, "clip_norm": clip, "sensitivity": sens.delta,
+            "clipped_fraction": clipped / max(seen, 1), "seconds": time.perf_counter() - t0}
+
+
+def _summarise(runs, method, hyper, value):
+    accs = [r["test_accuracy"] for r in runs]
+    m, s = mean_std(accs)
+    return {"method": method, "hyperparameter": hyper, "value": value, "mean_accuracy": m,
+            "std_accuracy": s, "accuracies": accs, "seeds": len(runs),
+            "seconds": sum(r["seconds"] for r in runs), "runs": runs}
+
+
+def _best(cands):
+    return max(cands, key=lambda c: (c["mean_accuracy"], -c["value"]))
+
+
+def run(*, datasets, epsilons, shots_list, seeds, epochs, lr_grid, clip_grid, depol_ps,
+        test_size, depol_datasets=None, log=print):
+    settings = []
+    for dataset in datasets:
+        for shots in shots_list:
+            for eps in epsilons:
+                common = {"epsilon": eps, "shots": shots, "epochs": epochs,
+                          "test_size": test_size}
+                entry = {"dataset": dataset, "preprocessing": PREPROCESSING[dataset],
+                         "shots": shots, "epsilon": eps, "methods": {}, "candidates": {}}
+                if math.isinf(eps):
+                    cands = [_summarise([run_qshiftdp(_config(dataset, seed=s, lr=lr, **common))
+                                         for s in seeds], "nonprivate", "lr", lr)
+                             for lr in lr_grid]
+                    entry["candidates"]["nonprivate"] = cands
+                    entry["methods"]["nonprivate"] = _best(cands)
+                else:
+                    cands = [_summarise([run_qshiftdp(_config(dataset, seed=s, lr=lr, **common))
+                                         for s in seeds], "qshiftdp_none", "lr", lr)
+                             for lr in lr_grid]
+                    best = _best(cands)
+                    entry["candidates"]["qshiftdp_none"] = cands
+                    entry["methods"]["qshiftdp_none"] = best
+                    lr = best["value"]
+                    entry["methods"]["qshiftdp_adaptive"] = _summarise(
+                        [run_qshiftdp(_config(dataset, seed=s, lr=lr, credit="adaptive",
+                                              beta=BETA, **common)) for s in seeds],
+                        "qshiftdp_adaptive", "lr", lr)
+                    for p in (depol_ps if depol_datasets is None or dataset in depol_datasets
+                              else []):
+                        name = f"qshiftdp_depolarizing_p{p}"
+                        entry["methods"][name] = _summarise(
+                            [run_qshiftdp(_config(dataset, seed=s, lr=lr, credit="depolarizing",
+                                                  device="default.mixed",
+                                                  depolarizing=0.75 * p, **common))
+                             for s in seeds], name, "lr", lr)
+                    cands = [_summarise([run_dpsgd(dataset, seed=s, clip_fraction=c, **common)
+                                         for s in seeds], "dpsgd_clip", "clip_fraction", c)
+                             for c in clip_grid]
+                    entry["candidates"]["dpsgd_clip"] = cands
+                    entry["methods"]["dpsgd_clip"] = _best(cands)
+                settings.append(entry)
+                log(f"{dataset} Ns={shots} eps={eps}: " + ", ".join(
+                    f"{k}={v['mean_accuracy']:.3f}±{v['std_accuracy']:.3f}"
+                    for k, v in entry["methods"].items()))
+    return settings
+
+
+def summary_rows(settings):
+    rows = []
+    for e in settings:
+        for name, m in e["methods"].items():
+            rows.append({"dataset": e["dataset"], "shots": e["shots"], "epsilon": e["epsilon"],
+                         "method": name, "hyperparameter": f"{m['hyperparameter']}={m['value']}",
+                         "mean_accuracy": m["mean_accuracy"], "std_accuracy": m["std_accuracy"],
+                         "seeds": m["seeds"]})
+    return rows
+
+
+def figure(settings, json_path):
+    plt = pyplot()
+    panels = sorted({(e["dataset"], e["shots"]) for e in settings})
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
+    for ax, (ds, shots) in zip(axes[0], panels, strict=True):
+        entries = [e for e in settings if e["dataset"] == ds and e["shots"] == shots]
+        finite = sorted(e["epsilon"] for e in entries if math.isfinite(e["epsilon"]))
+        x_inf = (max(finite) * 2) if finite else 1.0
+        methods = sorted({m for e in entries for m in e["methods"]})
+        for i, name in enumerate(methods):
+            pts = sorted((e["epsilon"] if math.isfinite(e["epsilon"]) else x_inf,
+                          e["methods"][name]["mean_accuracy"], e["methods"][name]["std_accuracy"])
+                         for e in entries if name in e["methods"])
+            xs, ys, es = zip(*pts, strict=True)
+            ax.errorbar([x * (1 + 0.03 * i) for x in xs], ys, yerr=es, marker="o",
+                        capsize=3, label=name)
+        ax.set(xscale="log", xlabel="ε (rightmost point: ε = ∞)", ylabel="test accuracy",
+               title=f"{ds}, Ns={shots}")
+        ax.legend(fontsize=7)
+    return save_figure(fig, json_path)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="reduced configuration (minutes)")
+    p.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--datasets", nargs="+", default=None)
+    p.add_argument("--epsilons", nargs="+", type=float, default=None)
+    p.add_argument("--shots", nargs="+", type=int, default=None)
+    p.add_argument("--seeds", nargs="+", type=int, default=None)
+    p.add_argument("--epochs", type=int, default=None)
+    p.add_argument("--depol-ps", nargs="*", type=float, default=None,
+                   help="device depolarizing probabilities p (empty: skip default.mixed runs)")
+    p.add_argument("--name", default=None, help="result file stem (to shard the full run)")
+    p.add_argument("--out", type=Path, default=None, help="output directory")
+    args = p.parse_args(argv)
+    args.quick = args.quick or args.tiny
+    if args.tiny:
+        cfg = {"datasets": ["digits"], "epsilons": [1.0, math.inf], "shots_list": [100],
+               "seeds": [0], "epochs": 1, "lr_grid": [0.2], "clip_grid": [0.5],
+               "depol_ps": [0.05], "test_size": 0.9}
+    elif args.quick:
+        cfg = {"datasets": ["digits", "breast_cancer"], "epsilons": [1.0, math.inf],
+               "shots_list": [100], "seeds": [0, 1], "epochs": 2, "lr_grid": [0.2, 1.0],
+               "clip_grid": [1.0, 0.125], "depol_ps": [0.05], "depol_datasets": ["digits"],
+               "test_size": 0.25}
+    else:
+        cfg = dict(FULL_CONFIG)
+    for key, arg in (("datasets", args.datasets), ("epsilons", args.epsilons),
+                     ("shots_list", args.shots), ("seeds", args.seeds),
+                     ("epochs", args.epochs), ("depol_ps", args.depol_ps)):
+        if arg is not None:
+            cfg[key] = arg
+    t0 = time.perf_counter()
+    settings = run(**cfg)
+    rows = summary_rows(settings)
+    print(table(rows, ["dataset", "shots", "epsilon", "method", "hyperparameter",
+                       "mean_accuracy", "std_accuracy", "seeds"]))
+    result = {"quick": args.quick,
+              "config": {**cfg, "qubits": QUBITS, "layers": LAYERS, "expected_batch_size": BATCH,
+                         "delta": DELTA, "beta_adaptive": BETA, "lr_base_dpsgd": LR_BASE,
+                         "accountant": "rdp", "loss": "linear", "device": "default.qubit "
+                         "(input broadcasting); depolarizing credit on default.mixed with "
+                         "DepolarizingChannel(q=3p/4) on every qubit",
+                         "selection": "best mean test accuracy over seeds on each method's "
+                                      "grid (same budget per method; not privacy-accounted)",
+                         "preprocessing_note": "breast_cancer uses standardize_pca: "
+                                               "data-dependent statistics, not protected"},
+              "summary": rows, "settings": settings, "seconds": time.perf_counter() - t0}
+    name = args.name or result_name("bench_utility", args.quick)
+    path = write_result(name, result, args.out)
+    figure(settings, path)
+    print(f"wrote {path} ({result['seconds']:.0f} s)")
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""Every benchmark script runs on a tiny configuration and writes its JSON and PNG.
+
+Timings are measured by the scripts, never asserted here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _module(name):
+    sys.path.insert(0, str(BENCH))
+    spec = importlib.util.spec_from_file_location(f"_bench_{name}", BENCH / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _result(tmp_path, stem, keys):
+    path = tmp_path / f"{stem}.json"
+    assert path.exists()
+    assert path.with_suffix(".png").exists()
+    data = json.loads(path.read_text())
+    assert data["environment"]["cpu_count"] >= 1
+    assert "packages" in data["environment"]
+    for key in keys:
+        assert key in data, key
+    return data
+
+
+def test_bench_accounting(tmp_path):
+    _module("bench_accounting").main(["--tiny", "--out", str(tmp_path)])
+    data = _result(tmp_path, "bench_accounting_quick",
+                   ["calibration", "epsilon_vs_steps", "adaptivity_cost", "config"])
+    assert {r["accountant"] for r in data["calibration"]} == {"rdp", "prv"}
+    row = data["epsilon_vs_steps"][0]
+    assert {"epsilon_rdp", "epsilon_prv"} <= set(row)
+    assert data["adaptivity_cost"][0]["z_gaussian"] > 0
+
+
+def test_bench_transform(tmp_path):
+    _module("bench_transform").main(["--tiny", "--out", str(tmp_path)])
+    data = _result(tmp_path, "bench_transform_quick", ["rows", "quick"])
+    assert {"median_ratio", "tapes_per_gradient", "circuits_executed"} <= set(data["rows"][0])
+
+
+def test_bench_qprldp(tmp_path):
+    _module("bench_qprldp").main(["--tiny", "--out", str(tmp_path)])
+    _result(tmp_path, "bench_qprldp_quick",
+            ["global_certificates", "local_certificates", "worst_case_search"])
+
+
+@pytest.mark.slow
+def test_bench_training(tmp_path):
+    _module("bench_training").main(["--tiny", "--out", str(tmp_path)])
+    data = _result(tmp_path, "bench_training_quick", ["rows", "config"])
+    assert {"median_ratio", "private_samples_per_s",
+            "nonprivate_samples_per_s"} <= set(data["rows"][0])
+
+
+@pytest.mark.slow
+def test_bench_noise(tmp_path):
+    _module("bench_noise").main(["--tiny", "--out", str(tmp_path)])
+    data = _result(tmp_path, "bench_noise_quick", ["rows", "summary", "config"])
+    row = data["summary"][0]
+    for key in ("added_none", "added_adaptive", "added_isotropic", "added_depolarizing",
+                "reduction_vs_none", "mismatched_ratio", "epsilon_for_10pct"):
+        assert key in row, key
+    # The artificial variance never exceeds σ²Δ² and never falls below 0.
+    assert 0 <= row["added_adaptive"] <= row["added_none"] + 1e-12
+
+
+@pytest.mark.slow
+def test_bench_utility(tmp_path):
+    _module("bench_utility").main(["--tiny", "--out", str(tmp_path)])
+    data = _result(tmp_path, "bench_utility_quick", ["summary", "settings", "config"])
+    methods = {r["method"] for r in data["summary"]}
+    assert {"nonprivate", "qshiftdp_none", "qshiftdp_adaptive", "dpsgd_clip"} <= methods
+    for row in data["summary"]:
+        assert 0.0 <= row["mean_accuracy"] <= 1.0
+    est = _module("bench_utility").estimate_seconds(data)
+    assert est["total_seconds"] > 0
+
+
+def test_run_all_report(tmp_path):
+    """RESULTS.md is generated from whatever JSON files exist (here: one tiny run)."""
+    run_all = _module("run_all")
+    _module("bench_accounting").main(["--tiny", "--out", str(tmp_path)])
+    report = tmp_path / "RESULTS.md"
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n<!-- benchmarks:start -->\nold\n<!-- benchmarks:end -->\nend\n")
+    assert run_all.main(["--report-only", "--out", str(tmp_path), "--report", str(report),
+                         "--readme", str(readme)]) == 0
+    text = report.read_text()
+    assert "## 5. Accounting" in text
+    assert "## 7. Seed claims" in text
+    assert "No result file yet" in text  # the other benchmarks are absent
+    new = readme.read_text()
+    assert "old" not in new and new.endswith("<!-- benchmarks:end -->\nend\n")
+    assert "RESULTS.md" in new
+
+
+@pytest.mark.slow
+def test_run_all_tiny(tmp_path):
+    """run_all drives every script (in subprocesses) and writes its runtime table."""
+    run_all = _module("run_all")
+    report = tmp_path / "RESULTS.md"
+    assert run_all.main(["--tiny", "--only", "bench_accounting", "bench_qprldp",
+                         "--out", str(tmp_path), "--report", str(report),
+                         "--readme", str(tmp_path / "README.md")]) == 0
+    data = json.loads((tmp_path / "run_all_quick.json").read_text())
+    assert [r["returncode"] for r in data["rows"]] == [0, 0]
+    assert "C1." in report.read_text()
