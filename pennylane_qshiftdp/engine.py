@@ -112,6 +112,9 @@ def _randomness(secure_mode: bool, seed) -> str:
     if secure_mode:
         return ("DP noise drawn from the OS's CSPRNG (random.SystemRandom) and the Poisson "
                 "sampling seeded from it (secure mode).")
+    if seed is None:
+        return ("DP noise from torch's generator seeded from the OS (not a CSPRNG); use "
+                "secure mode for a real release.")
     return (f"DP noise and Poisson sampling seeded (seed {seed}): repeatable for research, "
             f"but anyone who knows the seed can remove the noise; NOT for a real release.")
 
@@ -192,19 +195,20 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
     sigma = calibrate_noise_multiplier(target_epsilon=target_epsilon, target_delta=target_delta,
                                        sample_rate=sample_rate, steps=steps,
                                        accountant=accountant)
+    extra = {
+        "sensitivity": sens.as_dict(),
+        "variance_floor": variance_floor,
+        "variance_floor_source": variance_floor_source,
+        "randomness": _randomness(secure_mode, seed),
+        "planned_steps": steps,
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("always", PrivacyWarning)
         ledger = PrivacyLedger(
             target_epsilon=target_epsilon, target_delta=target_delta, noise_multiplier=sigma,
             sample_rate=sample_rate, sensitivity=sens.delta, adjacency=adjacency,
             credit_mode=credit, beta=beta, accountant=accountant, dataset_size=n,
-            preprocessing_note=preprocessing_note, extra={"sensitivity": sens.as_dict(),
-                                                          "variance_floor": variance_floor,
-                                                          "variance_floor_source":
-                                                              variance_floor_source,
-                                                          "randomness": _randomness(
-                                                              secure_mode, seed),
-                                                          "planned_steps": steps},
+            preprocessing_note=preprocessing_note, extra=extra,
         )
     gen = None
     if not secure_mode:
