@@ -93,15 +93,11 @@ class PrivateModel(torch.nn.Module):
         f = self._captured
         losses = self.loss(out, y)
         (a,) = torch.autograd.grad(losses.sum(), f, retain_graph=True)
-        a2 = a.detach().reshape(x.shape[0], -1).double()
-        l1, l2 = self.loss.grad_bounds(output_range=self.output_range, num_outputs=a2.shape[1])
-        n1, n2 = a2.abs().sum(1).max().item(), a2.norm(dim=1).max().item()
-        if n1 > l1 * (1 + 1e-9) + 1e-12 or n2 > l2 * (1 + 1e-9) + 1e-12:
-            raise SensitivityError(
-                f"∂ℓ/∂f exceeded the certified bound of {self.loss.name} (L1 {n1:.6g} > "
-                f"{l1:.6g} or L2 {n2:.6g} > {l2:.6g}); with classical post-processing, declare "
-                f"the composed bound with losses.DeclaredLoss. No step was taken."
-            )
+        a2 = self.loss.verify(
+            a.detach().reshape(x.shape[0], -1).double(), output_range=self.output_range,
+            hint="with classical post-processing, declare the composed bound with "
+            "losses.DeclaredLoss",
+        )
         if optimizer is not None:
             optimizer.set_loss_weights(a2[:, 0].numpy() if a2.shape[1] == 1 else a2.numpy())
         losses.sum().backward()

@@ -81,6 +81,18 @@ class BoundedLoss(abc.ABC):
             SensitivityError: if an example's gradient norm exceeds the certified bound.
         """
         grad = self.output_gradients(outputs, targets)
+        return self.verify(grad, output_range=output_range, num_outputs=num_outputs)
+
+    def verify(self, grad: torch.Tensor, *, output_range, num_outputs=None,
+               hint: str = "the outputs or targets are outside the declared range"):
+        r"""Raise if per-example gradients ``grad`` (shape ``(B, M)``) exceed the certified bounds.
+
+        Returns:
+            ``grad`` unchanged.
+
+        Raises:
+            SensitivityError: if an example's L1 or L2 norm exceeds the certified bound.
+        """
         m = grad.shape[1] if num_outputs is None else num_outputs
         l1, l2 = self.grad_bounds(output_range=output_range, num_outputs=m)
         n1 = grad.abs().sum(dim=1).max().item() if grad.numel() else 0.0
@@ -88,8 +100,8 @@ class BoundedLoss(abc.ABC):
         if n1 > l1 * (1 + _CHECK_RTOL) + 1e-12 or n2 > l2 * (1 + _CHECK_RTOL) + 1e-12:
             raise SensitivityError(
                 f"The gradient of {self.name} with respect to the outputs exceeded its certified "
-                f"bound (L1 {n1:.6g} > {l1:.6g} or L2 {n2:.6g} > {l2:.6g}); the outputs or "
-                f"targets are outside the declared range. No step was taken."
+                f"bound (L1 {n1:.6g} > {l1:.6g} or L2 {n2:.6g} > {l2:.6g}); {hint}. No step "
+                f"was taken."
             )
         return grad
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pennylane as qml
 import torch
 
-from ._validation import check_nonnegative_float
+from ._validation import check_nonnegative_float, check_positive_int
 from .shot_statistics import ShotRecorder
 from .transform import param_shift, validate_shots
 
@@ -42,15 +42,15 @@ def make_qnode(n_qubits: int, layers: int, *, device: str = "lightning.qubit",
 
     Raises:
         ValueError: for non-positive ``n_qubits``/``layers`` or invalid ``shots``.
+        TypeError: for non-integer ``n_qubits``/``layers``.
 
     Example:
         >>> qn = make_qnode(2, 1, device="default.qubit", shots=None)
         >>> float(qn(torch.zeros(2), torch.zeros(1, 2, 3)))
         1.0
     """
-    for name, v in (("n_qubits", n_qubits), ("layers", layers)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"`{name}` must be a positive integer. Found {v!r}.")
+    check_positive_int(n_qubits, "n_qubits")
+    check_positive_int(layers, "layers")
     validate_shots(shots)
     if not (0.0 <= depolarizing <= 0.75):
         raise ValueError(f"`depolarizing` (PennyLane's q) must be in [0, 0.75]. "

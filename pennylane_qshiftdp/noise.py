@@ -40,7 +40,12 @@ import math
 import numpy as np
 from scipy.stats import norm
 
-from ._validation import check_nonnegative_float, check_positive_float, check_probability
+from ._validation import (
+    check_nonnegative_float,
+    check_positive_float,
+    check_positive_int,
+    check_probability,
+)
 from .shot_statistics import ShotStatistics
 
 __all__ = [
@@ -74,6 +79,7 @@ def confidence_multiplier(*, beta: float, steps: int, coordinates: int,
 
     Raises:
         ValueError: for β outside (0, 1), non-positive counts or an unknown method.
+        TypeError: for non-integer counts.
 
     Example:
         >>> round(confidence_multiplier(beta=0.05, steps=1, coordinates=1), 4)
@@ -82,9 +88,8 @@ def confidence_multiplier(*, beta: float, steps: int, coordinates: int,
         4.3589
     """
     check_probability(beta, "beta", open_low=True, open_high=True)
-    for name, v in (("steps", steps), ("coordinates", coordinates)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"`{name}` must be a positive integer. Found {v!r}.")
+    steps = check_positive_int(steps, "steps")
+    coordinates = check_positive_int(coordinates, "coordinates")
     alpha = beta / (steps * coordinates)
     if method == "gaussian":
         return float(norm.isf(alpha))

@@ -16,7 +16,7 @@ import random
 import numpy as np
 import torch
 
-from ._validation import check_nonnegative_float, check_positive_float
+from ._validation import check_beta, check_nonnegative_float, check_positive_float
 from .accountant import PrivacyLedger
 from .exceptions import PrivacyBudgetExceededError
 from .noise import CREDIT_MODES, artificial_variance, confidence_multiplier, shot_noise_credit
@@ -92,10 +92,7 @@ class QShiftDPOptimizer:
         if credit not in CREDIT_MODES:
             raise ValueError(f"`credit` must be one of {CREDIT_MODES}. Found {credit!r}.")
         adaptive = credit in ("adaptive", "isotropic")
-        if adaptive and not (0 < beta < 1):
-            raise ValueError(f"`beta` must be in (0, 1) for credit={credit!r}. Found {beta!r}.")
-        if not adaptive and beta != 0:
-            raise ValueError(f"`beta` must be 0 for credit={credit!r}. Found {beta!r}.")
+        check_beta(beta, "beta", required=adaptive)
         if credit != "none" and recorder is None:
             raise ValueError(f"credit={credit!r} needs the `recorder` attached to the QNode.")
         if adaptive and (steps is None or steps < 1):

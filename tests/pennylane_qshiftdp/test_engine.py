@@ -182,3 +182,21 @@ def test_train_rejects_bad_values(field, value, msg):
     with pytest.raises(ValueError, match=re.escape(msg)):
         train(TrainConfig(**{**TINY, field: value}, credit="depolarizing" if field ==
                           "variance_floor" else "none"), progress=False)
+
+
+class _Times10(torch.nn.Module):
+    """Fixed post-processing that breaks the linear loss's certified bound."""
+
+    def forward(self, f):
+        return 10.0 * f
+
+
+def test_post_processing_that_breaks_the_loss_bound_is_refused_before_the_step():
+    model = torch.nn.Sequential(_torch_layer(), _Times10())
+    pmodel, popt, loader = make_private(model, torch.optim.SGD(model.parameters(), lr=0.1),
+                                        _loader(), target_epsilon=1.0, target_delta=1e-3,
+                                        epochs=1, seed=0)
+    x, y = next(iter(_loader()))
+    with pytest.raises(qs.SensitivityError, match="declare the composed bound"):
+        pmodel.loss_backward(x, y, popt)
+    assert popt.ledger.steps == 0
