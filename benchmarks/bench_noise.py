@@ -1,12 +1,16 @@
 r"""Artificial noise variance per step: ``adaptive`` vs ``none``, ``isotropic``, ``depolarizing``.
 
 For one Poisson-sized batch of B digits examples (0 vs 1, fixed preprocessing, 4 qubits,
-2 StronglyEntanglingLayers, linear loss, weights at the training initialisation), the script
+2 StronglyEntanglingLayers, linear loss), the script
 records the parameter-shift shot statistics once and evaluates every credit mode on the *same*
 statistics (``pennylane_qshiftdp.noise.shot_noise_credit``), with σ calibrated by Opacus's RDP
 accountant for (ε, δ = 1e-5, q = B/N, T = 10 epochs) and β = 1e-3 (Bonferroni over T and the
 K = 24 coordinates). Device noise: none (default.qubit) or PennyLane ``DepolarizingChannel(q)``
-with q = 3p/4 for p ∈ {0.01, 0.05} (default.mixed).
+with q = 3p/4 for p ∈ {0.01, 0.05} (default.mixed). Weights: ``init`` (the training
+initialisation, N(0, 0.01²): a near-identity circuit whose ⟨Z₀⟩ is close to ±1, so the shot
+variance 1 − ⟨Z₀⟩² is small) and ``random`` (N(0, π²): effectively uniform angles, ⟨Z₀⟩ near 0,
+shot variance near its maximum 1): the credit at any point of training lies between what such
+circuits give, and ``random`` is the favourable case for the seed's claim.
 
 Definitions reported (mean over the K coordinates, all variances of the *summed* gradient):
 
@@ -27,6 +31,7 @@ Definitions reported (mean over the K coordinates, all variances of the *summed*
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import sys
 import time
@@ -57,6 +62,9 @@ from pennylane_qshiftdp.shot_statistics import ShotRecorder  # noqa: E402
 
 MODES = ("none", "depolarizing", "adaptive", "isotropic")
 DELTA, BETA, EPOCHS = 1e-5, 1e-3, 10
+
+
+WEIGHT_SCALES = {"init": 0.01, "random": math.pi}
 
 
 def record_batch(data, *, p_dev, shots, batch, seed, qubits=4, layers=2, init_scale=0.01):
@@ -133,35 +141,38 @@ def evaluate(rb, *, epsilon, batch, n):
     return out
 
 
-def run(*, device_ps, shots_list, batches, epsilons, seeds):
+def run(*, device_ps, shots_list, batches, epsilons, seeds, weights=("init",)):
     data = load_dataset("digits", n_features=4, seed=0, test_size=0.25, preprocessing="fixed")
     n = data.n_train
     raw = []
-    for p_dev in device_ps:
-        for shots in shots_list:
-            for batch in batches:
-                for seed in seeds:
-                    rb = record_batch(data, p_dev=p_dev, shots=shots, batch=batch, seed=seed)
-                    for eps in epsilons:
-                        row = {"device_p": p_dev, "device": rb["device"],
-                               "q_pennylane": rb["q_pennylane"], "shots": shots,
-                               "batch": batch, "seed": seed, "epsilon": eps,
-                               "delta_sensitivity": rb["delta"], "variance_floor": rb["floor"],
-                               "record_seconds": rb["seconds"]}
-                        with warnings.catch_warnings():
-                            warnings.simplefilter("ignore")
-                            row.update(evaluate(rb, epsilon=eps, batch=batch, n=n))
-                        raw.append(row)
+    for wname, p_dev, shots, batch, seed in itertools.product(weights, device_ps, shots_list,
+                                                              batches, seeds):
+        rb = record_batch(data, p_dev=p_dev, shots=shots, batch=batch, seed=seed,
+                          init_scale=WEIGHT_SCALES[wname])
+        for eps in epsilons:
+            row = {"weights": wname, "device_p": p_dev, "device": rb["device"],
+                   "q_pennylane": rb["q_pennylane"], "shots": shots,
+                   "batch": batch, "seed": seed, "epsilon": eps,
+                   "delta_sensitivity": rb["delta"], "variance_floor": rb["floor"],
+                   "record_seconds": rb["seconds"]}
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                row.update(evaluate(rb, epsilon=eps, batch=batch, n=n))
+            raw.append(row)
     # Aggregate over seeds.
     keys = ["added_none", "added_depolarizing", "added_adaptive", "added_isotropic",
             "reduction_vs_none", "reduction_vs_depolarizing", "reduction_isotropic_vs_none",
             "reduction_depolarizing_vs_none", "estimate_ratio", "std_reduction",
             "mismatched_ratio", "epsilon_for_10pct"]
     summary = []
-    groups = sorted({(r["device_p"], r["shots"], r["batch"], r["epsilon"]) for r in raw})
+
+    def key(r):
+        return (r["weights"], r["device_p"], r["shots"], r["batch"], r["epsilon"])
+
+    groups = sorted({key(r) for r in raw})
     for g in groups:
-        rows = [r for r in raw if (r["device_p"], r["shots"], r["batch"], r["epsilon"]) == g]
-        s = {"device_p": g[0], "shots": g[1], "batch": g[2], "epsilon": g[3],
+        rows = [r for r in raw if key(r) == g]
+        s = {"weights": g[0], "device_p": g[1], "shots": g[2], "batch": g[3], "epsilon": g[4],
              "target_variance": rows[0]["target_variance"], "sigma": rows[0]["sigma"],
              "seeds": len(rows)}
         for k in keys:
@@ -176,15 +187,16 @@ def figure(result, json_path):
     summ = result["summary"]
     eps0 = max(r["epsilon"] for r in summ)  # largest ε: smallest σ, largest credit share
     fig, ax = plt.subplots(1, 2, figsize=(11, 4))
-    for p_dev in sorted({r["device_p"] for r in summ}):
-        for shots in sorted({r["shots"] for r in summ}):
-            rows = sorted([r for r in summ if r["device_p"] == p_dev and r["shots"] == shots
-                           and r["epsilon"] == eps0], key=lambda r: r["batch"])
-            lab = f"p={p_dev}, Ns={shots}"
-            ax[0].plot([r["batch"] for r in rows],
-                       [max(100 * r["reduction_vs_none"], 1e-6) for r in rows], "o-", label=lab)
-            ax[1].plot([r["batch"] for r in rows],
-                       [max(100 * r["mismatched_ratio"], 1e-6) for r in rows], "s--", label=lab)
+    combos = sorted({(r.get("weights", "init"), r["device_p"], r["shots"]) for r in summ})
+    for wname, p_dev, shots in combos:
+        rows = sorted([r for r in summ if r.get("weights", "init") == wname
+                       and r["device_p"] == p_dev and r["shots"] == shots
+                       and r["epsilon"] == eps0], key=lambda r: r["batch"])
+        lab = f"{wname} weights, p={p_dev}, Ns={shots}"
+        ax[0].plot([r["batch"] for r in rows],
+                   [max(100 * r["reduction_vs_none"], 1e-6) for r in rows], "o-", label=lab)
+        ax[1].plot([r["batch"] for r in rows],
+                   [max(100 * r["mismatched_ratio"], 1e-6) for r in rows], "s--", label=lab)
     ax[0].axhspan(10, 16, color="grey", alpha=0.2, label="claimed 10–16 %")
     ax[0].set(xscale="log", yscale="log", xlabel="batch size B",
               ylabel="artificial variance saved (%)",
@@ -205,24 +217,26 @@ def main(argv=None):
     args.quick = args.quick or args.tiny
     if args.tiny:
         cfg = {"device_ps": [0.0], "shots_list": [100], "batches": [8], "epsilons": [1.0],
-               "seeds": [0]}
+               "seeds": [0], "weights": ["init", "random"]}
     elif args.quick:
         cfg = {"device_ps": [0.0, 0.05], "shots_list": [100, 1000], "batches": [16, 64, 256],
-               "epsilons": [1.0, 8.0], "seeds": [0]}
+               "epsilons": [1.0, 8.0], "seeds": [0], "weights": ["init", "random"]}
     else:
         cfg = {"device_ps": [0.0, 0.01, 0.05], "shots_list": [100, 1000, 10000],
-               "batches": [16, 64, 256], "epsilons": [0.5, 1.0, 8.0], "seeds": [0, 1, 2]}
+               "batches": [16, 64, 256], "epsilons": [0.5, 1.0, 8.0], "seeds": [0, 1, 2],
+               "weights": ["init", "random"]}
     t0 = time.perf_counter()
     res = run(**cfg)
     result = {"quick": args.quick,
               "config": {**cfg, "dataset": "digits (0 vs 1, fixed preprocessing)",
                          "qubits": 4, "layers": 2, "loss": "linear", "delta": DELTA,
                          "beta": BETA, "epochs_for_T": EPOCHS, "accountant": "rdp",
-                         "weights": "initialisation (init_scale=0.01)",
+                         "weight_scales": {k: WEIGHT_SCALES[k] for k in cfg.get(
+                             "weights", ["init"])},
                          "device_noise": "DepolarizingChannel(q=3p/4) on every qubit, "
                                          "default.mixed; p=0: default.qubit"},
               **res, "seconds": time.perf_counter() - t0}
-    print(table(res["summary"], ["device_p", "shots", "batch", "epsilon", "sigma",
+    print(table(res["summary"], ["weights", "device_p", "shots", "batch", "epsilon", "sigma",
                                  "reduction_vs_none", "reduction_vs_depolarizing",
                                  "estimate_ratio", "mismatched_ratio", "epsilon_for_10pct"]))
     path = write_result(result_name("bench_noise", args.quick), result, args.out)

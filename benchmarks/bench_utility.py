@@ -24,15 +24,24 @@ protocol for every method; the search itself is not privacy-accounted):
   Jacobian per batch with ``pennylane_qshiftdp.param_shift``; Opacus cannot hook quantum
   layers) and handed over as ``p.grad_sample``. The clipping norm C = c·Δ is tuned on the grid
   of c, with learning rate lr_base·Δ/C (lr_base = 0.2, the Q-ShiftDP default): c = 1 never
-  clips and equals ``qshiftdp_none`` at lr_base.
+  clips and equals ``qshiftdp_none`` at lr_base. The full grids are matched: c ∈ {1, 1/4, 1/16}
+  gives DP-SGD the learning rates {0.2, 0.8, 3.2}, the grid of ``qshiftdp_none``.
+
+Full mode (``FULL_CONFIG``): both data sets, ε ∈ {0.5, 1, 2, 4, 8, ∞}, Ns ∈ {100, 1000},
+seeds {0, 1, 2}, 3 epochs (576 training runs, 120 of them on default.mixed; the epoch count
+is what keeps the sweep to hours on 2 cores; the JSON records its seconds). It can be split
+into shards by ``--datasets``/``--shots`` with ``--name`` and merged with ``--merge``;
+``run_all.py --jobs 2`` does both.
 
     python benchmarks/bench_utility.py [--quick] [--datasets ...] [--epsilons ...] [--shots ...]
-                                       [--seeds ...] [--epochs N] [--out DIR]
+                                       [--seeds ...] [--epochs N] [--name STEM] [--out DIR]
+    python benchmarks/bench_utility.py --merge SHARD.json ... [--name STEM] [--out DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -65,7 +74,7 @@ PREPROCESSING = {"digits": "fixed", "breast_cancer": "standardize_pca", "iris": 
 DELTA, BETA, BATCH, QUBITS, LAYERS, LR_BASE = 1e-5, 1e-3, 32, 4, 2, 0.2
 FULL_CONFIG = {"datasets": ["digits", "breast_cancer"],
                "epsilons": [0.5, 1.0, 2.0, 4.0, 8.0, math.inf], "shots_list": [100, 1000],
-               "seeds": [0, 1, 2], "epochs": 10, "lr_grid": [0.1, 0.3, 1.0],
+               "seeds": [0, 1, 2], "epochs": 3, "lr_grid": [0.2, 0.8, 3.2],
                "clip_grid": [1.0, 0.25, 0.0625], "depol_ps": [0.01, 0.05], "test_size": 0.25}
 
 
@@ -300,6 +309,9 @@ def main(argv=None):
                    help="device depolarizing probabilities p (empty: skip default.mixed runs)")
     p.add_argument("--name", default=None, help="result file stem (to shard the full run)")
     p.add_argument("--out", type=Path, default=None, help="output directory")
+    p.add_argument("--merge", nargs="+", type=Path, default=None, metavar="SHARD_JSON",
+                   help="merge shard results (runs with --datasets/--shots subsets and --name) "
+                        "into one result named --name (default bench_utility); runs nothing")
     args = p.parse_args(argv)
     args.quick = args.quick or args.tiny
     if args.tiny:
@@ -318,12 +330,19 @@ def main(argv=None):
                      ("epochs", args.epochs), ("depol_ps", args.depol_ps)):
         if arg is not None:
             cfg[key] = arg
+    if args.merge:
+        return merge(args.merge, name=args.name or "bench_utility", out=args.out)
     t0 = time.perf_counter()
     settings = run(**cfg)
+    return _finish(cfg, settings, quick=args.quick, seconds=time.perf_counter() - t0,
+                   name=args.name or result_name("bench_utility", args.quick), out=args.out)
+
+
+def _finish(cfg, settings, *, quick, seconds, name, out, extra=None):
     rows = summary_rows(settings)
     print(table(rows, ["dataset", "shots", "epsilon", "method", "hyperparameter",
                        "mean_accuracy", "std_accuracy", "seeds"]))
-    result = {"quick": args.quick,
+    result = {"quick": quick,
               "config": {**cfg, "qubits": QUBITS, "layers": LAYERS, "expected_batch_size": BATCH,
                          "delta": DELTA, "beta_adaptive": BETA, "lr_base_dpsgd": LR_BASE,
                          "accountant": "rdp", "loss": "linear", "device": "default.qubit "
@@ -333,12 +352,54 @@ def main(argv=None):
                                       "grid (same budget per method; not privacy-accounted)",
                          "preprocessing_note": "breast_cancer uses standardize_pca: "
                                                "data-dependent statistics, not protected"},
-              "summary": rows, "settings": settings, "seconds": time.perf_counter() - t0}
-    name = args.name or result_name("bench_utility", args.quick)
-    path = write_result(name, result, args.out)
+              "summary": rows, "settings": settings, "seconds": seconds, **(extra or {})}
+    path = write_result(name, result, out)
     figure(settings, path)
-    print(f"wrote {path} ({result['seconds']:.0f} s)")
+    print(f"wrote {path} ({seconds:.0f} s)")
     return result
+
+
+#: Configuration keys that every shard of one sweep must share.
+_SHARED_KEYS = ("epsilons", "seeds", "epochs", "lr_grid", "clip_grid", "depol_ps", "test_size")
+
+
+def merge(paths, *, name="bench_utility", out=None) -> dict:
+    """Merge shard results (``--datasets``/``--shots`` subsets of one sweep) into one result.
+
+    Raises:
+        ValueError: if the shards differ in any setting other than data sets and shot counts,
+            mix quick and full mode, or overlap (the same data set and shot count twice).
+    """
+    shards = [json.loads(Path(p).read_text()) for p in paths]
+    if not shards:
+        raise ValueError("merge: no shard files given")
+    base = shards[0]["config"]
+    for path, sh in zip(paths, shards, strict=True):
+        diff = [k for k in _SHARED_KEYS if sh["config"].get(k) != base.get(k)]
+        if diff or sh["quick"] != shards[0]["quick"]:
+            raise ValueError(f"merge: shard {path} differs from {paths[0]} in "
+                             f"{diff or ['quick']}; only datasets and shots may differ")
+    seen, settings = set(), []
+    for path, sh in zip(paths, shards, strict=True):
+        for e in sh["settings"]:
+            key = (e["dataset"], e["shots"], e["epsilon"])
+            if key in seen:
+                raise ValueError(f"merge: shard {path} repeats dataset={e['dataset']!r}, "
+                                 f"shots={e['shots']}, epsilon={e['epsilon']}")
+            seen.add(key)
+            settings.append(e)
+    order = {d: i for i, d in enumerate(FULL_CONFIG["datasets"])}
+    settings.sort(key=lambda e: (order.get(e["dataset"], len(order)), e["dataset"], e["shots"],
+                                 e["epsilon"]))
+    cfg = {k: base[k] for k in (*_SHARED_KEYS, "depol_datasets") if k in base}
+    cfg["datasets"] = list(dict.fromkeys(e["dataset"] for e in settings))
+    cfg["shots_list"] = sorted({e["shots"] for e in settings})
+    shard_info = [{"file": Path(p).name, "seconds": sh["seconds"],
+                   "datasets": sh["config"]["datasets"], "shots_list": sh["config"]["shots_list"]}
+                  for p, sh in zip(paths, shards, strict=True)]
+    return _finish(cfg, settings, quick=shards[0]["quick"],
+                   seconds=sum(sh["seconds"] for sh in shards), name=name, out=out,
+                   extra={"shards": shard_info})
 
 
 if __name__ == "__main__":

@@ -118,3 +118,40 @@ def test_run_all_tiny(tmp_path):
     data = json.loads((tmp_path / "run_all_quick.json").read_text())
     assert [r["returncode"] for r in data["rows"]] == [0, 0]
     assert "C1." in report.read_text()
+
+
+def _fake_shard(path, *, dataset, shots, epochs=3, quick=False):
+    method = {"method": "qshiftdp_none", "hyperparameter": "lr", "value": 0.2,
+              "mean_accuracy": 0.9, "std_accuracy": 0.01, "seeds": 3, "accuracies": [0.9] * 3,
+              "seconds": 1.0, "runs": []}
+    settings = [{"dataset": dataset, "shots": shots, "epsilon": eps, "methods": {
+        "qshiftdp_none": method}, "candidates": {}} for eps in (1.0, 8.0)]
+    cfg = {"datasets": [dataset], "shots_list": [shots], "epsilons": [1.0, 8.0],
+           "seeds": [0, 1, 2], "epochs": epochs, "lr_grid": [0.2], "clip_grid": [1.0],
+           "depol_ps": [0.01], "test_size": 0.25}
+    path.write_text(json.dumps({"quick": quick, "config": cfg, "settings": settings,
+                                "seconds": 10.0}))
+    return path
+
+
+def test_bench_utility_merge(tmp_path):
+    """Shards of one sweep merge into one result; incompatible or overlapping shards are refused."""
+    bu = _module("bench_utility")
+    a = _fake_shard(tmp_path / "a.json", dataset="breast_cancer", shots=1000)
+    b = _fake_shard(tmp_path / "b.json", dataset="digits", shots=100)
+    out = tmp_path / "merged"
+    res = bu.main(["--merge", str(a), str(b), "--name", "merged_utility", "--out", str(out)])
+    data = _result(out, "merged_utility", ["summary", "settings", "config", "shards"])
+    assert data["config"]["datasets"] == ["digits", "breast_cancer"]  # FULL_CONFIG order
+    assert data["config"]["shots_list"] == [100, 1000]
+    assert [(e["dataset"], e["shots"]) for e in data["settings"]] == [
+        ("digits", 100), ("digits", 100), ("breast_cancer", 1000), ("breast_cancer", 1000)]
+    assert data["seconds"] == 20.0 and len(res["summary"]) == 4
+    c = _fake_shard(tmp_path / "c.json", dataset="digits", shots=1000, epochs=5)
+    with pytest.raises(ValueError, match="epochs"):
+        bu.merge([a, c], out=out)
+    with pytest.raises(ValueError, match="repeats dataset='digits'"):
+        bu.merge([b, b], out=out)
+    d = _fake_shard(tmp_path / "d.json", dataset="wine", shots=100, quick=True)
+    with pytest.raises(ValueError, match="quick"):
+        bu.merge([a, d], out=out)
