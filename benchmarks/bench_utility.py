@@ -28,10 +28,12 @@ protocol for every method; the search itself is not privacy-accounted):
   gives DP-SGD the learning rates {0.2, 0.8, 3.2}, the grid of ``qshiftdp_none``.
 
 Full mode (``FULL_CONFIG``): both data sets, ε ∈ {0.5, 1, 2, 4, 8, ∞}, Ns ∈ {100, 1000},
-seeds {0, 1, 2}, 3 epochs (576 training runs, 120 of them on default.mixed; the epoch count
-is what keeps the sweep to hours on 2 cores; the JSON records its seconds). It can be split
-into shards by ``--datasets``/``--shots`` with ``--name`` and merged with ``--merge``;
-``run_all.py --jobs 2`` does both.
+seeds {0, 1, 2}, 2 epochs as in ``--quick`` (576 training runs, 120 of them on default.mixed;
+the epoch count is what keeps the sweep to hours on 2 cores; the JSON records its seconds). It
+can be split into shards by ``--datasets``/``--shots`` with ``--name`` and merged with
+``--merge``; ``run_all.py --jobs 2`` does both. Every run is seeded (``secure_mode=False``: DP
+noise, Poisson sampling, shots, initialisation and data split from the seed), so a seed gives
+every method the same split and initialisation and the sweep repeats exactly.
 
     python benchmarks/bench_utility.py [--quick] [--datasets ...] [--epsilons ...] [--shots ...]
                                        [--seeds ...] [--epochs N] [--name STEM] [--out DIR]
@@ -74,7 +76,7 @@ PREPROCESSING = {"digits": "fixed", "breast_cancer": "standardize_pca", "iris": 
 DELTA, BETA, BATCH, QUBITS, LAYERS, LR_BASE = 1e-5, 1e-3, 32, 4, 2, 0.2
 FULL_CONFIG = {"datasets": ["digits", "breast_cancer"],
                "epsilons": [0.5, 1.0, 2.0, 4.0, 8.0, math.inf], "shots_list": [100, 1000],
-               "seeds": [0, 1, 2], "epochs": 3, "lr_grid": [0.2, 0.8, 3.2],
+               "seeds": [0, 1, 2], "epochs": 2, "lr_grid": [0.2, 0.8, 3.2],
                "clip_grid": [1.0, 0.25, 0.0625], "depol_ps": [0.01, 0.05], "test_size": 0.25}
 
 
@@ -120,7 +122,7 @@ def _config(dataset, *, epsilon, shots, seed, epochs, lr, test_size, credit="non
                        delta=DELTA, epochs=epochs, expected_batch_size=BATCH, shots=shots,
                        device=device, layers=LAYERS, qubits=QUBITS, lr=lr, loss="linear",
                        credit=credit, beta=beta, depolarizing=depolarizing, seed=seed,
-                       test_size=test_size)
+                       test_size=test_size, secure_mode=False)  # seeded noise: repeatable
 
 
 def run_qshiftdp(cfg: TrainConfig) -> dict:
@@ -128,6 +130,9 @@ def run_qshiftdp(cfg: TrainConfig) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = train(cfg, progress=False)
+    print(f"  {cfg.dataset} Ns={cfg.shots} eps={cfg.epsilon} lr={cfg.lr} credit={cfg.credit} "
+          f"seed={cfg.seed}: {res.test_accuracy:.3f} ({time.perf_counter() - t0:.0f} s)",
+          flush=True)
     art = [r["artificial_variance_mean"] for r in res.step_records]
     tgt = res.step_records[0]["target_variance"] if res.step_records else None
     return {"test_accuracy": res.test_accuracy, "epsilon_spent": res.epsilon,
