@@ -168,18 +168,29 @@ def section_utility(out, lines):
     lines.append(
         f"{mode} mode: data sets {', '.join(c['datasets'])}; ε ∈ "
         f"{{{', '.join(_fmt_eps(e) for e in c['epsilons'])}}}; Ns ∈ {c['shots_list']}; seeds "
-        f"{c['seeds']}; {c['epochs']} epochs; {c['qubits']} qubits, {c['layers']} layers, "
+        f"{c['seeds']}; {c['epochs']} epochs; test fraction {c['test_size']}; "
+        f"{c['qubits']} qubits, {c['layers']} layers, "
         f"expected batch {c['expected_batch_size']}, δ = {c['delta']}, RDP accountant. "
         f"Device: {c['device']}. Search budget per method: {len(c['lr_grid'])} values "
         f"(Q-ShiftDP and non-private: lr ∈ {c['lr_grid']}; DP-SGD: clip C = c·Δ with c ∈ "
         f"{c['clip_grid']} at lr {c['lr_base_dpsgd']}·Δ/C). Selection: {c['selection']}. "
         f"Credit variants reuse the lr selected for `qshiftdp_none`; adaptive β = "
         f"{c['beta_adaptive']} (guarantee (ε, δ + β)). {c['preprocessing_note']}.\n")
-    rows = [dict(r, epsilon=_fmt_eps(r["epsilon"]),
-                 accuracy=f"{r['mean_accuracy']:.3f} ± {r['std_accuracy']:.3f}")
-            for r in data["summary"]]
-    lines.append(table(rows, ["dataset", "shots", "epsilon", "method", "hyperparameter",
-                              "accuracy", "seeds"]) + "\n")
+    # One row per (data set, Ns, ε), one column per method: mean ± std over the seeds, with
+    # the selected hyperparameter of the tuned methods.
+    rank = {"nonprivate": 0, "qshiftdp_none": 1, "qshiftdp_adaptive": 2, "dpsgd_clip": 9}
+    methods = sorted(dict.fromkeys(r["method"] for r in data["summary"]),
+                     key=lambda m: (rank.get(m, 5), m))
+    pivot = {}
+    for r in data["summary"]:
+        row = pivot.setdefault((r["dataset"], r["shots"], r["epsilon"]), {
+            "dataset": r["dataset"], "Ns": r["shots"], "ε": _fmt_eps(r["epsilon"])})
+        tuned = r["method"] in ("nonprivate", "qshiftdp_none", "dpsgd_clip")
+        row[r["method"]] = (f"{r['mean_accuracy']:.3f} ± {r['std_accuracy']:.3f}"
+                            + (f" ({r['hyperparameter']})" if tuned else ""))
+    lines.append(f"Test accuracy, mean ± standard deviation over {len(c['seeds'])} seeds "
+                 f"(selected hyperparameter in brackets):\n")
+    lines.append(table(list(pivot.values()), ["dataset", "Ns", "ε", *methods]) + "\n")
     clip = [(e["dataset"], e["shots"], e["epsilon"], r.get("clipped_fraction"))
             for e in data["settings"] for r in e["methods"].get("dpsgd_clip", {"runs": []})["runs"]]
     if clip:

@@ -155,3 +155,15 @@ def test_bench_utility_merge(tmp_path):
     d = _fake_shard(tmp_path / "d.json", dataset="wine", shots=100, quick=True)
     with pytest.raises(ValueError, match="quick"):
         bu.merge([a, d], out=out)
+    # Per-data-set test fractions merge; the same data set with two fractions is refused.
+    e = _fake_shard(tmp_path / "e.json", dataset="breast_cancer", shots=100)
+    cfg = json.loads(e.read_text())
+    cfg["config"]["test_size"] = {"breast_cancer": 0.5}
+    e.write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match="test_size=0.5 for dataset='breast_cancer'"):
+        bu.merge([a, e], out=out)
+    res = bu.merge([b, e], name="merged2", out=out)
+    assert res["config"]["test_size"] == {"digits": 0.25, "breast_cancer": 0.5}
+    assert bu._test_size({"digits": 0.25}, "digits") == 0.25
+    with pytest.raises(ValueError, match="no entry for dataset='wine'"):
+        bu._test_size({"digits": 0.25}, "wine")
