@@ -377,15 +377,16 @@ def _finish(cfg, settings, *, quick, seconds, name, out, extra=None):
 
 
 #: Configuration keys that every shard of one sweep must share.
-_SHARED_KEYS = ("epsilons", "seeds", "epochs", "lr_grid", "clip_grid", "depol_ps")
+_SHARED_KEYS = ("seeds", "epochs", "lr_grid", "clip_grid", "depol_ps")
 
 
 def merge(paths, *, name="bench_utility", out=None) -> dict:
-    """Merge shard results (``--datasets``/``--shots`` subsets of one sweep) into one result.
+    """Merge shard results (``--datasets``/``--shots``/``--epsilons`` subsets of one sweep).
 
     Raises:
-        ValueError: if the shards differ in any setting other than data sets and shot counts,
-            mix quick and full mode, or overlap (the same data set and shot count twice).
+        ValueError: if the shards differ in any setting other than data sets, shot counts and
+            ε values (or in a data set's test fraction), mix quick and full mode, or overlap
+            (the same data set, shot count and ε twice).
     """
     shards = [json.loads(Path(p).read_text()) for p in paths]
     if not shards:
@@ -395,7 +396,7 @@ def merge(paths, *, name="bench_utility", out=None) -> dict:
         diff = [k for k in _SHARED_KEYS if sh["config"].get(k) != base.get(k)]
         if diff or sh["quick"] != shards[0]["quick"]:
             raise ValueError(f"merge: shard {path} differs from {paths[0]} in "
-                             f"{diff or ['quick']}; only datasets and shots may differ")
+                             f"{diff or ['quick']}; only datasets, shots and epsilons may differ")
     test_size = {}
     for path, sh in zip(paths, shards, strict=True):
         for d in sh["config"]["datasets"]:
@@ -418,9 +419,11 @@ def merge(paths, *, name="bench_utility", out=None) -> dict:
     cfg = {k: base[k] for k in (*_SHARED_KEYS, "depol_datasets") if k in base}
     cfg["datasets"] = list(dict.fromkeys(e["dataset"] for e in settings))
     cfg["shots_list"] = sorted({e["shots"] for e in settings})
+    cfg["epsilons"] = sorted({e["epsilon"] for e in settings})
     cfg["test_size"] = {d: test_size[d] for d in cfg["datasets"] if d in test_size}
     shard_info = [{"file": Path(p).name, "seconds": sh["seconds"],
-                   "datasets": sh["config"]["datasets"], "shots_list": sh["config"]["shots_list"]}
+                   "datasets": sh["config"]["datasets"], "shots_list": sh["config"]["shots_list"],
+                   "epsilons": sh["config"]["epsilons"]}
                   for p, sh in zip(paths, shards, strict=True)]
     return _finish(cfg, settings, quick=shards[0]["quick"],
                    seconds=sum(sh["seconds"] for sh in shards), name=name, out=out,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -120,13 +121,13 @@ def test_run_all_tiny(tmp_path):
     assert "C1." in report.read_text()
 
 
-def _fake_shard(path, *, dataset, shots, epochs=3, quick=False):
+def _fake_shard(path, *, dataset, shots, epochs=3, quick=False, epsilons=(1.0, 8.0)):
     method = {"method": "qshiftdp_none", "hyperparameter": "lr", "value": 0.2,
               "mean_accuracy": 0.9, "std_accuracy": 0.01, "seeds": 3, "accuracies": [0.9] * 3,
               "seconds": 1.0, "runs": []}
     settings = [{"dataset": dataset, "shots": shots, "epsilon": eps, "methods": {
-        "qshiftdp_none": method}, "candidates": {}} for eps in (1.0, 8.0)]
-    cfg = {"datasets": [dataset], "shots_list": [shots], "epsilons": [1.0, 8.0],
+        "qshiftdp_none": method}, "candidates": {}} for eps in epsilons]
+    cfg = {"datasets": [dataset], "shots_list": [shots], "epsilons": list(epsilons),
            "seeds": [0, 1, 2], "epochs": epochs, "lr_grid": [0.2], "clip_grid": [1.0],
            "depol_ps": [0.01], "test_size": 0.25}
     path.write_text(json.dumps({"quick": quick, "config": cfg, "settings": settings,
@@ -165,5 +166,10 @@ def test_bench_utility_merge(tmp_path):
     res = bu.merge([b, e], name="merged2", out=out)
     assert res["config"]["test_size"] == {"digits": 0.25, "breast_cancer": 0.5}
     assert bu._test_size({"digits": 0.25}, "digits") == 0.25
+    # A shard split by ε merges with the rest of its (data set, shots) cell.
+    f = _fake_shard(tmp_path / "f.json", dataset="digits", shots=100, epsilons=(0.5, math.inf))
+    res = bu.merge([b, f], name="merged3", out=out)
+    assert res["config"]["epsilons"] == [0.5, 1.0, 8.0, math.inf]
+    assert [e["epsilon"] for e in res["settings"]] == [0.5, 1.0, 8.0, math.inf]
     with pytest.raises(ValueError, match="no entry for dataset='wine'"):
         bu._test_size({"digits": 0.25}, "wine")
