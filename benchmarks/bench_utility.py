@@ -80,7 +80,7 @@ FULL_CONFIG = {"datasets": ["digits", "breast_cancer"],
                "epsilons": [0.5, 1.0, 2.0, 4.0, 8.0, math.inf], "shots_list": [100, 1000],
                "seeds": [0, 1, 2], "epochs": 2, "lr_grid": [0.2, 0.8, 3.2],
                "clip_grid": [1.0, 0.25, 0.0625], "depol_ps": [0.01, 0.05],
-               "test_size": {"digits": 0.25, "breast_cancer": 0.5}}
+               "test_size": {"digits": 0.25, "breast_cancer": 0.5, "iris": 0.25, "wine": 0.25}}
 
 
 def estimate_seconds(quick_result: dict, config: dict = FULL_CONFIG) -> dict:
@@ -327,7 +327,8 @@ def main(argv=None):
     p.add_argument("--name", default=None, help="result file stem (to shard the full run)")
     p.add_argument("--out", type=Path, default=None, help="output directory")
     p.add_argument("--merge", nargs="+", type=Path, default=None, metavar="SHARD_JSON",
-                   help="merge shard results (runs with --datasets/--shots subsets and --name) "
+                   help="merge shard results (runs with --datasets/--shots/--epsilons subsets and "
+                        "--name) "
                         "into one result named --name (default bench_utility); runs nothing")
     args = p.parse_args(argv)
     args.quick = args.quick or args.tiny
@@ -385,8 +386,9 @@ def merge(paths, *, name="bench_utility", out=None) -> dict:
 
     Raises:
         ValueError: if the shards differ in any setting other than data sets, shot counts and
-            ε values (or in a data set's test fraction), mix quick and full mode, or overlap
-            (the same data set, shot count and ε twice).
+            ε values (or in a data set's test fraction), mix quick and full mode, overlap
+            (the same data set, shot count and ε twice) or leave a hole in the grid (a data set,
+            shot count and ε that no shard ran while the others did).
     """
     shards = [json.loads(Path(p).read_text()) for p in paths]
     if not shards:
@@ -421,6 +423,11 @@ def merge(paths, *, name="bench_utility", out=None) -> dict:
     cfg["shots_list"] = sorted({e["shots"] for e in settings})
     cfg["epsilons"] = sorted({e["epsilon"] for e in settings})
     cfg["test_size"] = {d: test_size[d] for d in cfg["datasets"] if d in test_size}
+    missing = [(d, n, e) for d in cfg["datasets"] for n in cfg["shots_list"]
+               for e in cfg["epsilons"] if (d, n, e) not in seen]
+    if missing:
+        raise ValueError(f"merge: the shards leave {len(missing)} (dataset, shots, epsilon) "
+                         f"cells of the grid empty, e.g. {missing[:3]}; run them as another shard")
     shard_info = [{"file": Path(p).name, "seconds": sh["seconds"],
                    "datasets": sh["config"]["datasets"], "shots_list": sh["config"]["shots_list"],
                    "epsilons": sh["config"]["epsilons"]}

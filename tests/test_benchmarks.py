@@ -136,18 +136,25 @@ def _fake_shard(path, *, dataset, shots, epochs=3, quick=False, epsilons=(1.0, 8
 
 
 def test_bench_utility_merge(tmp_path):
-    """Shards of one sweep merge into one result; incompatible or overlapping shards are refused."""
+    """Shards of one sweep merge into one result; incompatible, overlapping or holey shard sets
+    are refused."""
     bu = _module("bench_utility")
-    a = _fake_shard(tmp_path / "a.json", dataset="breast_cancer", shots=1000)
-    b = _fake_shard(tmp_path / "b.json", dataset="digits", shots=100)
+    shards = [_fake_shard(tmp_path / f"{ds}_{ns}.json", dataset=ds, shots=ns)
+              for ds, ns in (("breast_cancer", 1000), ("digits", 100), ("digits", 1000),
+                             ("breast_cancer", 100))]
     out = tmp_path / "merged"
-    res = bu.main(["--merge", str(a), str(b), "--name", "merged_utility", "--out", str(out)])
+    res = bu.main(["--merge", *map(str, shards), "--name", "merged_utility", "--out", str(out)])
     data = _result(out, "merged_utility", ["summary", "settings", "config", "shards"])
     assert data["config"]["datasets"] == ["digits", "breast_cancer"]  # FULL_CONFIG order
     assert data["config"]["shots_list"] == [100, 1000]
     assert [(e["dataset"], e["shots"]) for e in data["settings"]] == [
-        ("digits", 100), ("digits", 100), ("breast_cancer", 1000), ("breast_cancer", 1000)]
-    assert data["seconds"] == 20.0 and len(res["summary"]) == 4
+        ("digits", 100), ("digits", 100), ("digits", 1000), ("digits", 1000),
+        ("breast_cancer", 100), ("breast_cancer", 100), ("breast_cancer", 1000),
+        ("breast_cancer", 1000)]
+    assert data["seconds"] == 40.0 and len(res["summary"]) == 8
+    a, b = shards[0], shards[1]
+    with pytest.raises(ValueError, match=r"leave 4 \(dataset, shots, epsilon\) cells"):
+        bu.merge([a, b], out=out)  # digits/1000 and breast_cancer/100 never ran
     c = _fake_shard(tmp_path / "c.json", dataset="digits", shots=1000, epochs=5)
     with pytest.raises(ValueError, match="epochs"):
         bu.merge([a, c], out=out)
@@ -162,14 +169,14 @@ def test_bench_utility_merge(tmp_path):
     cfg["config"]["test_size"] = {"breast_cancer": 0.5}
     e.write_text(json.dumps(cfg))
     with pytest.raises(ValueError, match="test_size=0.5 for dataset='breast_cancer'"):
-        bu.merge([a, e], out=out)
+        bu.merge([shards[3], e], out=out)
     res = bu.merge([b, e], name="merged2", out=out)
     assert res["config"]["test_size"] == {"digits": 0.25, "breast_cancer": 0.5}
     assert bu._test_size({"digits": 0.25}, "digits") == 0.25
+    with pytest.raises(ValueError, match="no entry for dataset='wine'"):
+        bu._test_size({"digits": 0.25}, "wine")
     # A shard split by ε merges with the rest of its (data set, shots) cell.
     f = _fake_shard(tmp_path / "f.json", dataset="digits", shots=100, epsilons=(0.5, math.inf))
     res = bu.merge([b, f], name="merged3", out=out)
     assert res["config"]["epsilons"] == [0.5, 1.0, 8.0, math.inf]
     assert [e["epsilon"] for e in res["settings"]] == [0.5, 1.0, 8.0, math.inf]
-    with pytest.raises(ValueError, match="no entry for dataset='wine'"):
-        bu._test_size({"digits": 0.25}, "wine")
