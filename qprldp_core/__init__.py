@@ -6,183 +6,35 @@ bounds for private quantum hypothesis testing. Conventions (nats, ``D_p(ρ) = (1
 are fixed in ``docs/qprldp.md``.
 """
 
+from . import (
+    certify,
+    channels,
+    contraction,
+    divergences,
+    privacy,
+    properties,
+    random,
+    sample_complexity,
+)
 from ._validation import DEFAULT_ATOL
-from .certify import (
-    Certificate,
-    DeviceCertificate,
-    certify_device,
-    local_depolarizing_bounds,
-    qldp_certificate,
-    qldp_epsilon,
-    qprldp_certificate,
-    qprldp_epsilon,
-)
-from .channels import (
-    Channel,
-    HeisenbergMap,
-    bit_flip,
-    depolarizing,
-    depolarizing_p_from_pennylane,
-    depolarizing_p_from_toqito,
-    depolarizing_p_max,
-    depolarizing_p_to_pennylane,
-    depolarizing_p_to_toqito,
-    local_depolarizing,
-    unitary,
-)
-from .contraction import (
-    ContractionEstimate,
-    SummaryBoundCounterexample,
-    depolarizing_hockey_stick_contraction,
-    depolarizing_trace_distance_contraction,
-    estimate_contraction,
-    hockey_stick_contraction_bound,
-    summary_bound_counterexample,
-    trace_distance_contraction_bound,
-)
-from .divergences import (
-    fidelity,
-    hockey_stick_divergence,
-    max_relative_entropy,
-    sandwiched_renyi_divergence,
-    trace_distance,
-    umegaki_relative_entropy,
-    violation_probability,
-)
-from .privacy import (
-    SearchResult,
-    is_qldp,
-    is_qprldp,
-    pure_qldp_epsilon,
-    qldp_value,
-    qprldp_value,
-    worst_case_search,
-)
-from .properties import (
-    CompositionWitness,
-    ConverseWitness,
-    ImplicationWitness,
-    NonConvexityWitness,
-    NonEquivalenceWitness,
-    PostProcessingWitness,
-    UnitaryInvarianceWitness,
-    measure_prepare_channel,
-    non_convexity_witness,
-    non_equivalence_witness,
-    post_processing_counterexample,
-    qldp_implies_qprldp,
-    qldp_to_qprldp_delta,
-    qprldp_implies_qldp,
-    tensor_composition,
-    tensor_qldp_delta,
-    tensor_qprldp_delta,
-    unitary_invariance,
-)
-from .random import random_channel, random_density_matrix, random_unitary
-from .sample_complexity import (
-    CopyBounds,
-    asymmetric_copy_bounds,
-    helstrom_error,
-    mary_copy_bounds,
-    minimal_copies_asymmetric,
-    minimal_copies_qspri,
-    minimal_copies_symmetric,
-    optimal_type_ii_error,
-    pretty_good_measurement_error,
-    private_asymmetric_lower_bound,
-    private_mary_lower_bound,
-    private_symmetric_copy_bounds,
-    private_symmetric_lower_bound,
-    qspri_copy_bounds,
-    symmetric_copy_bounds,
-)
+from .certify import *  # noqa: F403
+from .channels import *  # noqa: F403
+from .contraction import *  # noqa: F403
+from .divergences import *  # noqa: F403
+from .privacy import *  # noqa: F403
+from .properties import *  # noqa: F403
+from .random import *  # noqa: F403
+from .sample_complexity import *  # noqa: F403
 
+# The public names are each submodule's own ``__all__``: one list per module, kept beside its code.
 __all__: list[str] = [
-    # random
-    "random_channel",
-    "random_density_matrix",
-    "random_unitary",
-    # _validation
     "DEFAULT_ATOL",
-    # divergences
-    "hockey_stick_divergence",
-    "violation_probability",
-    "trace_distance",
-    "fidelity",
-    "sandwiched_renyi_divergence",
-    "max_relative_entropy",
-    "umegaki_relative_entropy",
-    # channels
-    "Channel",
-    "HeisenbergMap",
-    "depolarizing",
-    "local_depolarizing",
-    "bit_flip",
-    "unitary",
-    "depolarizing_p_from_pennylane",
-    "depolarizing_p_to_pennylane",
-    "depolarizing_p_from_toqito",
-    "depolarizing_p_to_toqito",
-    "depolarizing_p_max",
-    # privacy
-    "SearchResult",
-    "qldp_value",
-    "qprldp_value",
-    "is_qldp",
-    "is_qprldp",
-    "worst_case_search",
-    "pure_qldp_epsilon",
-    # certify
-    "Certificate",
-    "DeviceCertificate",
-    "qldp_certificate",
-    "qprldp_certificate",
-    "qldp_epsilon",
-    "qprldp_epsilon",
-    "local_depolarizing_bounds",
-    "certify_device",
-    # properties
-    "ImplicationWitness",
-    "ConverseWitness",
-    "NonEquivalenceWitness",
-    "UnitaryInvarianceWitness",
-    "CompositionWitness",
-    "NonConvexityWitness",
-    "PostProcessingWitness",
-    "qprldp_implies_qldp",
-    "qldp_implies_qprldp",
-    "qldp_to_qprldp_delta",
-    "non_equivalence_witness",
-    "unitary_invariance",
-    "tensor_qldp_delta",
-    "tensor_qprldp_delta",
-    "tensor_composition",
-    "measure_prepare_channel",
-    "non_convexity_witness",
-    "post_processing_counterexample",
-    # contraction
-    "ContractionEstimate",
-    "SummaryBoundCounterexample",
-    "hockey_stick_contraction_bound",
-    "trace_distance_contraction_bound",
-    "depolarizing_hockey_stick_contraction",
-    "depolarizing_trace_distance_contraction",
-    "estimate_contraction",
-    "summary_bound_counterexample",
-    # sample_complexity
-    "CopyBounds",
-    "helstrom_error",
-    "minimal_copies_symmetric",
-    "symmetric_copy_bounds",
-    "private_symmetric_lower_bound",
-    "private_symmetric_copy_bounds",
-    "optimal_type_ii_error",
-    "minimal_copies_asymmetric",
-    "asymmetric_copy_bounds",
-    "private_asymmetric_lower_bound",
-    "pretty_good_measurement_error",
-    "mary_copy_bounds",
-    "private_mary_lower_bound",
-    "minimal_copies_qspri",
-    "qspri_copy_bounds",
+    *random.__all__,
+    *divergences.__all__,
+    *channels.__all__,
+    *privacy.__all__,
+    *certify.__all__,
+    *properties.__all__,
+    *contraction.__all__,
+    *sample_complexity.__all__,
 ]
