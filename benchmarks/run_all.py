@@ -158,6 +158,13 @@ def section_training(out, lines):
     _img(lines, "bench_training", mode)
 
 
+def _clipped_fractions(settings):
+    """Fraction of per-example gradients clipped in each run of the selected DP-SGD clip."""
+    return [r["clipped_fraction"] for e in settings
+            for r in e["methods"].get("dpsgd_clip", {"runs": []})["runs"]
+            if r.get("clipped_fraction") is not None]
+
+
 def section_utility(out, lines):
     lines.append("## 3. Privacy-utility (`bench_utility.py`)\n")
     data, mode = _load(out, "bench_utility")
@@ -191,10 +198,8 @@ def section_utility(out, lines):
     lines.append(f"Test accuracy, mean ± standard deviation over {len(c['seeds'])} seeds "
                  f"(selected hyperparameter in brackets):\n")
     lines.append(table(list(pivot.values()), ["dataset", "Ns", "ε", *methods]) + "\n")
-    clip = [(e["dataset"], e["shots"], e["epsilon"], r.get("clipped_fraction"))
-            for e in data["settings"] for r in e["methods"].get("dpsgd_clip", {"runs": []})["runs"]]
-    if clip:
-        fr = [x[3] for x in clip if x[3] is not None]
+    fr = _clipped_fractions(data["settings"])
+    if fr:
         lines.append(f"DP-SGD (selected clip): fraction of per-example gradients clipped "
                      f"{min(fr):.2f}–{max(fr):.2f} across runs.\n")
     _img(lines, "bench_utility", mode)
@@ -455,9 +460,7 @@ def claims(noise, utility, lines):
             v = (f"**depends on** the setting: Q-ShiftDP ahead in {wins}/{n}, DP-SGD in "
                  f"{losses}/{n}")
         lines.append(f"\nVerdict: {v} (same search budget per method; see §3).\n")
-        fr = [r["clipped_fraction"] for e in utility["settings"]
-              for r in e["methods"].get("dpsgd_clip", {"runs": []})["runs"]
-              if r.get("clipped_fraction") is not None]
+        fr = _clipped_fractions(utility["settings"])
         sel = [e["methods"]["dpsgd_clip"]["value"] for e in utility["settings"]
                if "dpsgd_clip" in e["methods"]]
         lines.append(
