@@ -349,7 +349,10 @@ def main(argv=None):
         if arg is not None:
             cfg[key] = arg
     if args.merge:
-        return merge(args.merge, name=args.name or "bench_utility", out=args.out)
+        try:
+            return merge(args.merge, name=args.name or "bench_utility", out=args.out)
+        except ValueError as err:
+            p.error(str(err))
     t0 = time.perf_counter()
     settings = run(**cfg)
     return _finish(cfg, settings, quick=args.quick, seconds=time.perf_counter() - t0,
@@ -381,16 +384,33 @@ def _finish(cfg, settings, *, quick, seconds, name, out, extra=None):
 _SHARED_KEYS = ("seeds", "epochs", "lr_grid", "clip_grid", "depol_ps")
 
 
+def _read_shard(path) -> dict:
+    """One shard result, or ValueError naming the file if it is absent or not a utility result."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as err:
+        raise ValueError(f"merge: cannot read shard {path}: {err.strerror}") from err
+    except json.JSONDecodeError as err:
+        raise ValueError(f"merge: shard {path} is not valid JSON ({err.msg})") from err
+    missing = [k for k in ("quick", "config", "settings", "seconds") if k not in data] + [
+        k for k in ("datasets", "shots_list", "epsilons", "test_size")
+        if k not in data.get("config", {})]
+    if missing:
+        raise ValueError(f"merge: {path} is not a bench_utility result (no {', '.join(missing)})")
+    return data
+
+
 def merge(paths, *, name="bench_utility", out=None) -> dict:
     """Merge shard results (``--datasets``/``--shots``/``--epsilons`` subsets of one sweep).
 
     Raises:
-        ValueError: if the shards differ in any setting other than data sets, shot counts and
+        ValueError: if a shard file is unreadable or not a bench_utility result, or if the
+            shards differ in any setting other than data sets, shot counts and
             ε values (or in a data set's test fraction), mix quick and full mode, overlap
             (the same data set, shot count and ε twice) or leave a hole in the grid (a data set,
             shot count and ε that no shard ran while the others did).
     """
-    shards = [json.loads(Path(p).read_text()) for p in paths]
+    shards = [_read_shard(p) for p in paths]
     if not shards:
         raise ValueError("merge: no shard files given")
     base = shards[0]["config"]

@@ -612,6 +612,10 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.jobs < 1:
         p.error(f"--jobs must be >= 1, got {args.jobs}")
+    if args.report_only and not any(args.out.glob("*.json")):
+        # A mistyped --out would otherwise overwrite RESULTS.md and the README block with
+        # "no result file yet".
+        p.error(f"--out {args.out} holds no result JSON files; nothing to report")
     if not args.report_only:
         names = args.only or list(SCRIPTS)
         t0 = time.perf_counter()

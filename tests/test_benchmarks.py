@@ -180,3 +180,34 @@ def test_bench_utility_merge(tmp_path):
     res = bu.merge([b, f], name="merged3", out=out)
     assert res["config"]["epsilons"] == [0.5, 1.0, 8.0, math.inf]
     assert [e["epsilon"] for e in res["settings"]] == [0.5, 1.0, 8.0, math.inf]
+
+
+def test_bench_utility_merge_bad_files(tmp_path, capsys):
+    """Unreadable or foreign files are refused with a one-line error naming the file."""
+    bu = _module("bench_utility")
+    with pytest.raises(ValueError, match="cannot read shard .*absent.json"):
+        bu.merge([tmp_path / "absent.json"], out=tmp_path)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{x")
+    with pytest.raises(ValueError, match="bad.json is not valid JSON"):
+        bu.merge([bad], out=tmp_path)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"quick": False, "config": {}, "rows": []}))
+    with pytest.raises(ValueError, match="other.json is not a bench_utility result"):
+        bu.merge([other], out=tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        bu.main(["--merge", str(bad), "--out", str(tmp_path)])
+    assert exc.value.code == 2
+    assert "not valid JSON" in capsys.readouterr().err
+
+
+def test_run_all_report_refuses_empty_out(tmp_path):
+    """A mistyped --out must not overwrite RESULTS.md and the README block with nothing."""
+    run_all = _module("run_all")
+    report, readme = tmp_path / "RESULTS.md", tmp_path / "README.md"
+    readme.write_text("<!-- benchmarks:start -->\nkeep\n<!-- benchmarks:end -->\n")
+    with pytest.raises(SystemExit) as exc:
+        run_all.main(["--report-only", "--out", str(tmp_path / "typo"), "--report", str(report),
+                      "--readme", str(readme)])
+    assert exc.value.code == 2
+    assert not report.exists() and "keep" in readme.read_text()
