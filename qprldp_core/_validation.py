@@ -4,10 +4,13 @@ Every public function of the package validates its inputs through these helpers 
 messages have a single shape, e.g. ``ValueError("`rho` must be positive semidefinite. Found
 minimum eigenvalue -0.3.")``, and so that the tolerance ``atol`` is passed through everywhere.
 
-Numerical convention: rounding noise is clamped toward the *safe* side. Eigenvalues within
-``atol`` of zero are set to exactly zero (so a rank-deficient state is treated as exactly
-rank-deficient, which can only enlarge divergences such as :math:`D_{\max}`), and privacy
-parameters are reported as upper bounds.
+Numerical convention. Only *negative* rounding noise is clamped: eigenvalues of a PSD matrix in
+:math:`[-\mathrm{atol}, 0)` are set to exactly zero before a square root, fractional power or
+logarithm is taken; positive eigenvalues are kept however small (a state with eigenvalue
+:math:`10^{-8}` has :math:`\sqrt{10^{-8}} = 10^{-4}`, which is not negligible). Supports are
+decided separately with :data:`SUPPORT_TOL` (see :func:`support_tol`), rounding toward *more*
+privacy loss: every eigenvalue of σ at or below the tolerance counts as kernel. Privacy parameters
+are reported as upper bounds.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ __all__ = [
     "check_epsilon",
     "check_atol",
     "eigh_psd",
+    "SUPPORT_TOL",
+    "support_tol",
 ]
 
 # Default absolute tolerance for "is this a density matrix" checks and for clamping eigenvalues.
@@ -33,6 +38,16 @@ __all__ = [
 # an eigendecomposition of a d <= 1024 matrix with entries O(1), small enough that a genuinely
 # invalid input (negative eigenvalue, trace 1.001) is rejected.
 DEFAULT_ATOL = 1e-8
+
+# Support tolerance for unit-trace PSD matrices. LAPACK's Hermitian eigensolver is backward stable,
+# not relatively accurate: each computed eigenvalue carries an absolute error of a few d * eps
+# (eps = 2.2e-16), so an eigenvalue below ~1e-14 of a computed state cannot be told apart from an
+# exact zero. When a support or kernel decides a result (supp rho ⊆ supp sigma for D_max,
+# Umegaki and sandwiched Rényi divergences; the pseudo-inverse of the pretty-good measurement),
+# eigenvalues and weights at or below this value count as exactly zero. 1e-13 is ~450 machine
+# epsilons above the noise for d <= 28 (``support_tol`` grows it with d beyond that) and a decade
+# below the smallest genuine eigenvalues (1e-12) that the tests compare against 50-digit arithmetic.
+SUPPORT_TOL = 1e-13
 
 
 def _fmt(x) -> str:
@@ -244,27 +259,52 @@ def check_epsilon(epsilon, name: str = "epsilon") -> float:
     return epsilon
 
 
-def eigh_psd(a: np.ndarray, *, atol: float = DEFAULT_ATOL) -> tuple[np.ndarray, np.ndarray]:
-    r"""Eigendecomposition of a Hermitian PSD matrix with rounding noise clamped to zero.
+def support_tol(d: int) -> float:
+    r"""Tolerance below which an eigenvalue (or weight) of a d × d unit-trace state counts as zero.
 
-    Eigenvalues with :math:`|\lambda| \le \mathrm{atol}` are set to exactly 0 (and slightly
-    negative ones, down to ``-atol``, as well). Larger negative eigenvalues are kept: callers that
-    need a PSD matrix validate it first.
+    .. math::
+
+        \tau(d) = \max(\texttt{SUPPORT_TOL}, 16\,d\,\epsilon_{\rm mach}),
+
+    i.e. :data:`SUPPORT_TOL` = 1e-13 for d ≤ 28, growing with the eigensolver's rounding noise
+    beyond.
+
+    Args:
+        d: matrix dimension, ≥ 1.
+
+    Returns:
+        The tolerance τ(d) (dimensionless, a probability).
+
+    Example:
+        >>> support_tol(2)
+        1e-13
+    """
+    return max(SUPPORT_TOL, 16.0 * int(d) * float(np.finfo(float).eps))
+
+
+def eigh_psd(a: np.ndarray, *, atol: float = DEFAULT_ATOL) -> tuple[np.ndarray, np.ndarray]:
+    r"""Eigendecomposition of a Hermitian PSD matrix with negative rounding noise clamped to zero.
+
+    Eigenvalues in :math:`[-\mathrm{atol}, 0)` are set to exactly 0; positive eigenvalues are
+    returned unchanged, however small, so that square roots, fractional powers and logarithms of
+    a nearly rank-deficient state stay accurate (:math:`\sqrt{10^{-8}} = 10^{-4}` must not
+    vanish). Eigenvalues below ``-atol`` are kept: callers that need a PSD matrix validate it
+    first. Supports are decided by the caller with :func:`support_tol`.
 
     Args:
         a: Hermitian matrix of shape (d, d).
-        atol: clamping tolerance.
+        atol: how far below zero an eigenvalue may lie and still count as rounding noise.
 
     Returns:
         ``(w, v)``: eigenvalues ascending, shape (d,), and orthonormal eigenvectors as columns.
 
     Example:
-        >>> w, v = eigh_psd(np.diag([1.0, 1e-12]), atol=1e-9)
+        >>> w, v = eigh_psd(np.diag([1.0, 1e-12, -1e-12]), atol=1e-9)
         >>> w
-        array([0., 1.])
+        array([0.e+00, 1.e-12, 1.e+00])
     """
     atol = check_atol(atol)
     a = np.asarray(a)
     w, v = np.linalg.eigh((a + a.conj().T) / 2)
-    w = np.where(np.abs(w) <= atol, 0.0, w)
+    w = np.where((w < 0) & (w >= -atol), 0.0, w)
     return w, v

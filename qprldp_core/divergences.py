@@ -28,6 +28,7 @@ from ._validation import (
     check_gamma,
     check_same_dimension,
     eigh_psd,
+    support_tol,
 )
 
 __all__ = [
@@ -52,12 +53,35 @@ def _clip01(x: float) -> float:
     return float(min(1.0, max(0.0, x)))
 
 
-def _psd_power(w: np.ndarray, v: np.ndarray, power: float) -> np.ndarray:
-    """v diag(w^power) v^dagger on the support (w > 0); zero elsewhere."""
-    wp = np.zeros_like(w)
-    pos = w > 0
-    wp[pos] = w[pos] ** power
-    return (v * wp) @ v.conj().T
+def _spectra(r: np.ndarray, s: np.ndarray, atol: float):
+    r"""Eigenvalues of ρ and σ (negative rounding noise in [-atol, 0) clamped to 0, positive ones
+    kept) and the overlap matrix :math:`O_{ij} = \langle r_i|s_j\rangle` of their eigenvectors.
+
+    Every matrix function below is evaluated in these eigenbases: e.g.
+    :math:`\sqrt\rho\,\sigma^t = V_r\,[\mathrm{diag}(\sqrt{w_r})\,O\,\mathrm{diag}(w_s^t)]
+    \,V_s^\dagger`, whose singular values are those of the bracket. Singular values of this
+    factor are accurate to ~eps times its norm, whereas eigenvalues of the product
+    :math:`\sigma^t\rho\,\sigma^t` would only be accurate to ~eps times its norm *squared*.
+    """
+    wr, vr = eigh_psd(r, atol=atol)
+    ws, vs = eigh_psd(s, atol=atol)
+    # Inputs are validated (min eigenvalue >= -atol), so this only removes what eigh_psd clamped.
+    wr, ws = np.maximum(wr, 0.0), np.maximum(ws, 0.0)
+    return wr, vr, ws, vs, vr.conj().T @ vs
+
+
+def _weights(r: np.ndarray, vs: np.ndarray) -> np.ndarray:
+    """Weights <s_j|ρ|s_j> of ρ on σ's eigenvectors."""
+    return np.maximum(np.real(np.einsum("ij,ik,kj->j", vs.conj(), r, vs)), 0.0)
+
+
+def _log_schatten(x: np.ndarray, power: float) -> float:
+    """ln Σ_i s_i^power over the non-zero singular values s_i of x (-inf if there are none)."""
+    sv = np.linalg.svd(x, compute_uv=False)
+    sv = sv[sv > 0]
+    if sv.size == 0:
+        return -math.inf
+    return float(logsumexp(power * np.log(sv)))  # without overflow for large powers
 
 
 def hockey_stick_divergence(rho, sigma, *, gamma: float, atol: float = DEFAULT_ATOL) -> float:
@@ -190,10 +214,15 @@ def fidelity(rho, sigma, *, atol: float = DEFAULT_ATOL) -> float:
     This is the *squared* convention (:math:`F = |\langle\psi|\phi\rangle|^2` for pure states),
     not the root fidelity :math:`\mathrm{Tr}|\sqrt\rho\sqrt\sigma|`.
 
+    Computed as the squared sum of the singular values of
+    :math:`\mathrm{diag}(\sqrt{w_\rho})\,O\,\mathrm{diag}(\sqrt{w_\sigma})` (eigenvalues w, overlap
+    O of the eigenvectors), which are those of :math:`\sqrt\rho\sqrt\sigma`. Only negative
+    rounding noise (eigenvalues in :math:`[-\mathrm{atol}, 0)`) is clamped to zero; small positive
+    eigenvalues enter their square roots (F is continuous, so no support decision is needed).
+
     Args:
         rho, sigma: density matrices of shape (d, d), PSD and unit trace within ``atol``.
-        atol: tolerance of the density-matrix checks; eigenvalues within ``atol`` of zero are
-            clamped to zero before taking square roots.
+        atol: tolerance of the density-matrix checks and of the negative-eigenvalue clamping.
 
     Returns:
         Value in [0, 1].
@@ -207,32 +236,41 @@ def fidelity(rho, sigma, *, atol: float = DEFAULT_ATOL) -> float:
     Example:
         >>> fidelity(np.diag([1.0, 0.0]), np.eye(2) / 2)
         0.5
+        >>> round(fidelity(np.diag([1 - 1e-8, 1e-8]), np.eye(2) / 2), 9)  # ½(1 + 2√(λ(1 − λ)))
+        0.5001
     """
     r, s = _pair(rho, sigma, atol)
     if np.array_equal(r, s):
         return 1.0
-    sr = _psd_power(*eigh_psd(r, atol=atol), 0.5)
-    ss = _psd_power(*eigh_psd(s, atol=atol), 0.5)
-    sv = np.linalg.svd(sr @ ss, compute_uv=False)
+    wr, _, ws, _, overlap = _spectra(r, s, atol)
+    x = np.sqrt(wr)[:, None] * overlap * np.sqrt(ws)[None, :]  # ~ √ρ √σ (Uhlmann)
+    sv = np.linalg.svd(x, compute_uv=False)
     return _clip01(float(np.sum(sv)) ** 2)
 
 
-def _support_violation(r: np.ndarray, ws: np.ndarray, vs: np.ndarray, atol: float) -> bool:
-    """True if ρ has weight > atol outside the support of σ (eigenvalues ws clamped)."""
-    ker = vs[:, ws <= 0]
-    if ker.shape[1] == 0:
-        return False
-    weight = float(np.real(np.einsum("ij,ik,kj->", ker.conj(), r, ker)))
-    return weight > atol
+def _kernel_weight(r: np.ndarray, ws: np.ndarray, vs: np.ndarray) -> tuple[np.ndarray, float]:
+    """Support mask of σ (eigenvalues > support_tol) and ρ's weight on the rest (σ's kernel)."""
+    supp = ws > support_tol(ws.size)
+    return supp, float(np.sum(_weights(r, vs)[~supp]))
 
 
 def umegaki_relative_entropy(rho, sigma, *, atol: float = DEFAULT_ATOL) -> float:
     r"""Umegaki relative entropy :math:`D(\rho\|\sigma) = \mathrm{Tr}\,\rho(\ln\rho - \ln\sigma)`.
 
+    Computed as :math:`\sum_i w_i\ln w_i - \sum_j \langle s_j|\rho|s_j\rangle \ln\lambda_j` over
+    the eigenvalues :math:`w_i > 0` of ρ and the eigenpairs :math:`(\lambda_j, s_j)` of σ on its
+    support.
+    Supports (tolerance :func:`~qprldp_core._validation.support_tol`, 1e-13 for d ≤ 28): the
+    kernel of σ is spanned by its eigenvectors with eigenvalue ≤ 1e-13, and the value is ∞ when
+    ρ puts weight > 1e-13 on it. Eigenvalues of σ in (0, 1e-13] thus count as kernel, which can
+    only make the divergence larger (more privacy loss); a weight of ρ at or below 1e-13 on that
+    kernel is taken as rounding noise of a computed state and dropped. Every eigenvalue above the
+    tolerance enters the logarithms and powers unchanged.
+
     Args:
         rho, sigma: density matrices of shape (d, d), PSD and unit trace within ``atol``.
-        atol: tolerance of the density-matrix checks; eigenvalues within ``atol`` of zero are
-            treated as zero, and ρ's weight outside supp σ counts only above ``atol``.
+        atol: tolerance of the density-matrix checks; eigenvalues in :math:`[-\mathrm{atol}, 0)`
+            are clamped to zero.
 
     Returns:
         Value in nats in :math:`[0, \infty]`; ``math.inf`` if supp ρ ⊄ supp σ.
@@ -246,30 +284,39 @@ def umegaki_relative_entropy(rho, sigma, *, atol: float = DEFAULT_ATOL) -> float
     Example:
         >>> round(umegaki_relative_entropy(np.diag([1.0, 0.0]), np.eye(2) / 2), 6)
         0.693147
+        >>> round(umegaki_relative_entropy(np.eye(2) / 2, np.diag([1 - 1e-9, 1e-9])), 6)
+        9.668486
     """
     r, s = _pair(rho, sigma, atol)
     if np.array_equal(r, s):
         return 0.0
-    wr, _ = eigh_psd(r, atol=atol)
-    ws, vs = eigh_psd(s, atol=atol)
-    if _support_violation(r, ws, vs, atol):
+    wr, _, ws, vs, _ = _spectra(r, s, atol)
+    supp, kernel_weight = _kernel_weight(r, ws, vs)
+    if kernel_weight > support_tol(ws.size):
         return math.inf
     pos_r = wr > 0
-    neg_entropy = float(np.sum(wr[pos_r] * np.log(wr[pos_r])))
-    pos_s = ws > 0
-    diag = np.real(np.einsum("ij,ik,kj->j", vs.conj(), r, vs))
-    cross = float(np.sum(diag[pos_s] * np.log(ws[pos_s])))
+    neg_entropy = float(np.sum(wr[pos_r] * np.log(wr[pos_r])))  # Tr ρ ln ρ
+    cross = float(np.sum(_weights(r, vs)[supp] * np.log(ws[supp])))  # Tr ρ ln σ on supp σ
     return max(0.0, neg_entropy - cross)
 
 
 def max_relative_entropy(rho, sigma, *, atol: float = DEFAULT_ATOL) -> float:
     r"""Max-relative entropy :math:`D_{\max}(\rho\|\sigma)=\ln\min\{\lambda:\rho\le\lambda\sigma\}`.
 
-    Computed as :math:`\ln \lambda_{\max}(\sigma^{-1/2}\rho\,\sigma^{-1/2})` on supp σ.
+    Computed as :math:`\ln \lambda_{\max}(\sigma^{-1/2}\rho\,\sigma^{-1/2}) = 2\ln s_{\max}
+    (\sqrt\rho\,\sigma^{-1/2})` on supp σ (largest singular value of the factor, see
+    :func:`fidelity`).
+    Supports (tolerance :func:`~qprldp_core._validation.support_tol`, 1e-13 for d ≤ 28): the
+    kernel of σ is spanned by its eigenvectors with eigenvalue ≤ 1e-13, and the value is ∞ when
+    ρ puts weight > 1e-13 on it. Eigenvalues of σ in (0, 1e-13] thus count as kernel, which can
+    only make the divergence larger (more privacy loss); a weight of ρ at or below 1e-13 on that
+    kernel is taken as rounding noise of a computed state and dropped. Every eigenvalue above the
+    tolerance enters the logarithms and powers unchanged.
 
     Args:
         rho, sigma: density matrices of shape (d, d), PSD and unit trace within ``atol``.
-        atol: tolerance of the density-matrix checks and of the support test.
+        atol: tolerance of the density-matrix checks; eigenvalues in :math:`[-\mathrm{atol}, 0)`
+            are clamped to zero.
 
     Returns:
         Value in nats in :math:`[0, \infty]`; ``math.inf`` if supp ρ ⊄ supp σ.
@@ -283,18 +330,21 @@ def max_relative_entropy(rho, sigma, *, atol: float = DEFAULT_ATOL) -> float:
     Example:
         >>> round(max_relative_entropy(np.diag([1.0, 0.0]), np.eye(2) / 2), 6)
         0.693147
+        >>> round(max_relative_entropy(np.eye(2) / 2, np.diag([1 - 1e-9, 1e-9])), 6)
+        20.030119
     """
     r, s = _pair(rho, sigma, atol)
     if np.array_equal(r, s):
         return 0.0
-    ws, vs = eigh_psd(s, atol=atol)
-    if _support_violation(r, ws, vs, atol):
+    wr, _, ws, vs, overlap = _spectra(r, s, atol)
+    supp, kernel_weight = _kernel_weight(r, ws, vs)
+    if kernel_weight > support_tol(ws.size):
         return math.inf
-    inv_sqrt = _psd_power(ws, vs, -0.5)
-    lam = float(np.linalg.eigvalsh(inv_sqrt @ r @ inv_sqrt)[-1])
-    if lam <= 0:
+    x = np.sqrt(wr)[:, None] * overlap[:, supp] / np.sqrt(ws[supp])[None, :]  # ~ √ρ σ^{-1/2}
+    sv_max = float(np.linalg.svd(x, compute_uv=False)[0]) if x.size else 0.0
+    if sv_max <= 0.0:
         return math.inf
-    return max(0.0, math.log(lam))
+    return max(0.0, 2.0 * math.log(sv_max))  # Datta arXiv:0803.2770 Def. 1
 
 
 def _check_alpha(alpha) -> float:
@@ -320,11 +370,24 @@ def sandwiched_renyi_divergence(
     for :math:`\alpha \in [1/2, 1) \cup (1, \infty)`, with the limits :math:`\alpha = 1`
     (Umegaki relative entropy) and :math:`\alpha = \infty` (max-relative entropy).
 
+    Computed as :math:`\mathrm{Tr}[(\sigma^t\rho\,\sigma^t)^\alpha] = \sum_i s_i^{2\alpha}`,
+    :math:`t = (1-\alpha)/(2\alpha)`, over the singular values :math:`s_i` of
+    :math:`\sqrt\rho\,\sigma^t` (see :func:`fidelity`), so that small eigenvalues keep their
+    accuracy. For α > 1 the power :math:`\sigma^t` (t < 0) is taken on supp σ.
+
+    Supports (tolerance :func:`~qprldp_core._validation.support_tol`, 1e-13 for d ≤ 28): the
+    kernel of σ is spanned by its eigenvectors with eigenvalue ≤ 1e-13, and the value is ∞ when
+    ρ puts weight > 1e-13 on it. Eigenvalues of σ in (0, 1e-13] thus count as kernel, which can
+    only make the divergence larger (more privacy loss); a weight of ρ at or below 1e-13 on that
+    kernel is taken as rounding noise of a computed state and dropped. Every eigenvalue above the
+    tolerance enters the logarithms and powers unchanged.
+    For α < 1 the value is infinite when ρ's weight on supp σ is at most 1e-13 (ρ ⟂ σ).
+
     Args:
         rho, sigma: density matrices of shape (d, d), PSD and unit trace within ``atol``.
         alpha: order in :math:`[1/2, \infty]` (``math.inf`` allowed).
-        atol: tolerance of the density-matrix checks; eigenvalues within ``atol`` of zero are
-            clamped to zero.
+        atol: tolerance of the density-matrix checks; eigenvalues in :math:`[-\mathrm{atol}, 0)`
+            are clamped to zero.
 
     Returns:
         Value in nats in :math:`[0, \infty]`. For α > 1, ``math.inf`` if supp ρ ⊄ supp σ; for
@@ -350,15 +413,19 @@ def sandwiched_renyi_divergence(
     r, s = _pair(rho, sigma, atol)
     if np.array_equal(r, s):
         return 0.0
-    ws, vs = eigh_psd(s, atol=atol)
-    if a > 1 and _support_violation(r, ws, vs, atol):
+    wr, _, ws, vs, overlap = _spectra(r, s, atol)
+    supp, kernel_weight = _kernel_weight(r, ws, vs)
+    tol = support_tol(ws.size)
+    expo = (1.0 - a) / (2.0 * a)  # MDSFT arXiv:1306.3142 Def. 3: σ^{(1−α)/2α} ρ σ^{(1−α)/2α}
+    if a > 1:
+        if kernel_weight > tol:
+            return math.inf
+        x = np.sqrt(wr)[:, None] * overlap[:, supp] * (ws[supp] ** expo)[None, :]
+    else:
+        if float(np.sum(_weights(r, vs)[supp])) <= tol:
+            return math.inf  # ρ ⟂ σ: Q_α = 0
+        x = np.sqrt(wr)[:, None] * overlap * (ws**expo)[None, :]
+    log_q = _log_schatten(x, 2.0 * a)  # ln Tr[(σ^t ρ σ^t)^α] = ln Σ s_i^{2α}
+    if not math.isfinite(log_q):
         return math.inf
-    expo = (1.0 - a) / (2.0 * a)
-    sp = _psd_power(ws, vs, expo)
-    m = sp @ r @ sp
-    wm = np.linalg.eigvalsh((m + m.conj().T) / 2)
-    wm = wm[wm > 0]
-    if wm.size == 0:
-        return math.inf  # Q_α = 0: ρ ⟂ σ (α < 1)
-    log_q = float(logsumexp(a * np.log(wm)))  # ln Tr[(σ^s ρ σ^s)^α] without overflow
     return max(0.0, log_q / (a - 1.0))

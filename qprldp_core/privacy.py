@@ -38,6 +38,7 @@ from ._validation import (
     check_density_matrix,
     check_epsilon,
     check_probability,
+    support_tol,
 )
 from .channels import Channel, _local_depolarizing_apply
 from .divergences import hockey_stick_divergence, violation_probability
@@ -523,7 +524,7 @@ def _pure_search(channel, restarts, seed, max_iter, atol) -> SearchResult:
                 break
             # top generalised eigenvector u of the pencil (A(ρ), A(σ)) on supp A(σ)
             ws, vs = np.linalg.eigh(_fast_apply(channel, sigma))
-            keep = ws > atol
+            keep = ws > support_tol(ws.size)  # supp A(σ), as in max_relative_entropy
             s_inv = (vs[:, keep] / np.sqrt(ws[keep])) @ vs[:, keep].conj().T
             _, wv = np.linalg.eigh(s_inv @ _fast_apply(channel, rho) @ s_inv)
             u = s_inv @ wv[:, -1]

@@ -41,6 +41,8 @@ from qprldp_core._validation import (
     check_density_matrix,
     check_epsilon,
     check_probability,
+    eigh_psd,
+    support_tol,
 )
 from qprldp_core.contraction import trace_distance_contraction_bound
 from qprldp_core.divergences import (
@@ -299,16 +301,13 @@ def _helstrom_blocks(r: np.ndarray, s: np.ndarray, p: float, n: int) -> float:
 
 def _chernoff_q(r: np.ndarray, s: np.ndarray, svals, atol: float) -> np.ndarray:
     # Q_s = Tr ρ^s σ^{1-s} for each s (Audenaert et al.'s Chernoff quantity), clamped to [0, 1].
-    wr, vr = np.linalg.eigh(r)
-    ws, vs = np.linalg.eigh(s)
-    wr = np.where(wr <= atol, 0.0, wr)
-    ws = np.where(ws <= atol, 0.0, ws)
+    # Only negative rounding noise is clamped (eigh_psd); small positive eigenvalues enter their
+    # powers, and 0^s = 0 for s in (0, 1), so no support decision is needed.
+    wr, vr = eigh_psd(r, atol=atol)
+    ws, vs = eigh_psd(s, atol=atol)
+    wr, ws = np.maximum(wr, 0.0), np.maximum(ws, 0.0)
     overlap = np.abs(vr.conj().T @ vs) ** 2  # |<r_i|s_j>|^2
-    out = []
-    for sv in svals:
-        a = np.where(wr > 0, wr, 0.0) ** sv * (wr > 0)
-        b = np.where(ws > 0, ws, 0.0) ** (1 - sv) * (ws > 0)
-        out.append(float(a @ overlap @ b))
+    out = [float(wr**sv @ overlap @ ws ** (1 - sv)) for sv in svals]
     q = np.clip(np.array(out), 0.0, 1.0)
     return np.where(q >= 1.0 - _Q_ONE_TOL, 1.0, q)
 
@@ -355,7 +354,8 @@ def symmetric_copy_bounds(rho, sigma, *, prior=0.5, alpha, atol=DEFAULT_ATOL) ->
         rho, sigma: density matrices of shape (d, d) (for private testing: the channel outputs).
         prior: prior :math:`p \in (0, 1)` of :math:`\rho`.
         alpha: target error :math:`\alpha \in (0, 1)`.
-        atol: tolerance of the checks and eigenvalue clamping.
+        atol: tolerance of the density-matrix checks; eigenvalues in
+            :math:`[-\mathrm{atol}, 0)` are clamped to zero, positive ones are kept.
 
     Returns:
         :class:`CopyBounds` with ``task == "symmetric"``.
@@ -756,7 +756,8 @@ def pretty_good_measurement_error(states, *, priors=None, copies=1, atol=DEFAULT
         states: sequence of m ≥ 2 density matrices of shape (d, d).
         priors: probabilities :math:`\pi_i > 0` summing to 1 (uniform if ``None``).
         copies: :math:`n \ge 0` (:math:`d^n \le 4096`).
-        atol: tolerance of the checks and of the pseudo-inverse.
+        atol: tolerance of the density-matrix checks (the pseudo-inverse drops eigenvalues of
+            S at or below :func:`~qprldp_core._validation.support_tol`, 1e-13 for d^n ≤ 28).
 
     Returns:
         :math:`P_e^{\rm PGM} \in [0, 1]`, an upper bound on the optimal error.
@@ -775,8 +776,11 @@ def pretty_good_measurement_error(states, *, priors=None, copies=1, atol=DEFAULT
     n = _check_copies(copies)
     pw = [_tensor_power(x, n) for x in sts]
     big_s = sum(p * x for p, x in zip(pri, pw, strict=True))
-    w, v = np.linalg.eigh(_h(big_s))
-    inv = np.where(w > atol, 1.0 / np.sqrt(np.where(w > atol, w, 1.0)), 0.0)
+    # Pseudo-inverse square root on supp S: eigenvalues <= support_tol are S's kernel (ρ_i have
+    # no weight there beyond rounding noise, as π_i ρ_i <= S); all others are inverted unchanged.
+    w, v = eigh_psd(_h(big_s), atol=atol)
+    keep = w > support_tol(w.size)
+    inv = np.where(keep, 1.0 / np.sqrt(np.where(keep, w, 1.0)), 0.0)
     s_inv = (v * inv) @ v.conj().T
     succ = 0.0
     for p, x in zip(pri, pw, strict=True):

@@ -5,12 +5,14 @@ import pytest
 
 from qprldp_core._validation import (
     DEFAULT_ATOL,
+    SUPPORT_TOL,
     check_density_matrix,
     check_epsilon,
     check_gamma,
     check_probability,
     check_same_dimension,
     eigh_psd,
+    support_tol,
 )
 
 
@@ -126,9 +128,18 @@ def test_epsilon():
         check_epsilon(True)
 
 
-def test_eigh_psd_clamps():
+def test_eigh_psd_clamps_only_negative_noise():
+    # [-atol, 0) is rounding noise and becomes 0; small positive eigenvalues are kept exactly.
     w, v = eigh_psd(np.diag([1.0, 1e-12, -1e-12]), atol=1e-9)
-    assert np.array_equal(w, [0.0, 0.0, 1.0])
+    assert np.array_equal(w, [0.0, 1e-12, 1.0])
     assert np.allclose(v.conj().T @ v, np.eye(3))
     w, _ = eigh_psd(np.diag([1.0, -0.5]), atol=1e-9)
     assert w[0] == -0.5
+    w, _ = eigh_psd(np.diag([1.0, 5e-9, -5e-9]), atol=1e-8)
+    assert np.array_equal(w, [0.0, 5e-9, 1.0])
+
+
+def test_support_tol():
+    assert SUPPORT_TOL == 1e-13
+    assert support_tol(2) == support_tol(28) == 1e-13
+    assert support_tol(4096) == pytest.approx(16 * 4096 * np.finfo(float).eps)
