@@ -17,13 +17,15 @@ that differs between neighbouring data sets cannot protect itself, so the credit
 * ``none``: no credit.
 * ``depolarizing`` (non-adaptive Q-ShiftDP): :math:`v_{jt} \ge v_{\min}`, a data-independent floor
   proven from the device's depolarizing noise (:func:`qprldp_core.certify_device`).
-* ``adaptive`` (adaptive Q-ShiftDP, arXiv:2602.02962): :math:`\hat V_k = \bar V_k - z\,SE_k` with
-  :math:`\bar V_k` from the sample variances, :math:`SE_k^2 = \sum (w_j a_{tk})^4
-  \widehat{\mathrm{Var}}(s^2_{jt})/N_s^2` and :math:`\widehat{\mathrm{Var}}(s^2) = (\hat m_4 -
-  s^4)/N_s`, floored at the ``depolarizing`` value; :math:`z` is the normal quantile of
-  :math:`\beta/(TK)` (Bonferroni over :math:`T` steps and :math:`K` coordinates), or Cantelli's
-  distribution-free :math:`\sqrt{(1-\alpha)/\alpha}`. The subtracted largest single-example term
-  uses its upper confidence bound (conservative).
+* ``adaptive`` (adaptive Q-ShiftDP, arXiv:2602.02962): :math:`\hat V_k` is a lower confidence
+  bound on :math:`V_k` with failure probability :math:`\alpha = \beta/(TK)` (Bonferroni over
+  :math:`T` steps and :math:`K` coordinates) that holds at every :math:`N_s \ge 2` without a normal
+  approximation (:func:`~pennylane_qshiftdp.variance_bounds.variance_lower_bound`: Hoeffding's
+  and Bernstein's inequalities for the sample variances as U-statistics, plus exact
+  Clopper–Pearson intervals for two-outcome circuits), floored at the ``depolarizing`` value. The
+  subtracted largest single-example term is the data-independent maximum
+  :math:`w_j^2\sum_t a_{tk}^2 (\lambda_+ - \lambda_-)^2/(4N_s)`, an upper bound that holds
+  always.
 * ``isotropic``: the adaptive credit's minimum over coordinates applied to all (the paper's
   single :math:`\sigma_B^2`; for comparison).
 
@@ -47,6 +49,7 @@ from ._validation import (
     check_probability,
 )
 from .shot_statistics import ShotStatistics
+from .variance_bounds import variance_lower_bound
 
 __all__ = [
     "CREDIT_MODES",
@@ -58,6 +61,9 @@ __all__ = [
 
 CREDIT_MODES = ("none", "depolarizing", "adaptive", "isotropic")
 
+# Relative rounding tolerance when checking recorded statistics against `outcome_range`.
+_RANGE_RTOL = 1e-9
+
 
 def confidence_multiplier(*, beta: float, steps: int, coordinates: int,
                           method: str = "gaussian") -> float:
@@ -67,6 +73,12 @@ def confidence_multiplier(*, beta: float, steps: int, coordinates: int,
     and ``"cantelli"`` the distribution-free :math:`\sqrt{(1-\alpha)/\alpha}`
     (Cantelli's inequality), so that all :math:`T K` bounds hold together with probability
     at least :math:`1 - \beta`.
+
+    :func:`shot_noise_credit` turns ``z`` back into the failure probability
+    :math:`1 - \Phi(z)` of each coordinate's bound. That is :math:`\alpha` for ``"gaussian"``
+    and at most :math:`\alpha` for ``"cantelli"`` (Cantelli's tail bound dominates the Gaussian
+    tail), so either way the run's bounds hold together with probability at least
+    :math:`1 - \beta`; the bound itself no longer uses a normal approximation.
 
     Args:
         beta: failure probability :math:`\beta \in (0, 1)` of the whole run.
@@ -109,12 +121,15 @@ class CreditResult:
             the sample variances; 0 without statistics).
         lower_bound: the bound on :math:`V_k` used before subtracting the largest term.
         largest_example: the subtracted largest single-example term.
+        alpha: failure probability of each coordinate's lower confidence bound (``adaptive``
+            and ``isotropic``; ``None`` otherwise).
     """
 
     credit: np.ndarray
     estimate: np.ndarray
     lower_bound: np.ndarray
     largest_example: np.ndarray
+    alpha: float | None = None
 
 
 def _circuit_coefficients(stats: ShotStatistics, jacobian: np.ndarray):
@@ -130,10 +145,62 @@ def _circuit_coefficients(stats: ShotStatistics, jacobian: np.ndarray):
     return a, first
 
 
+def _coefficient_alpha(z, alpha) -> float:
+    """Failure probability of each coordinate's bound, from ``alpha`` or from ``z``."""
+    if alpha is not None and z is not None:
+        raise ValueError(f"Give one of `z` and `alpha`, not both. Found z={z!r}, "
+                         f"alpha={alpha!r}.")
+    if alpha is not None:
+        return check_probability(alpha, "alpha", open_low=True, open_high=True)
+    z = check_nonnegative_float(z, "z")
+    # 1 − Φ(z) is α for a Gaussian multiplier and at most α for a Cantelli one.
+    return float(norm.sf(z))
+
+
+def _check_outcome_range(outcome_range) -> tuple[float, float]:
+    try:
+        lo, hi = (float(x) for x in outcome_range)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"`outcome_range` must be a pair (low, high) of finite numbers with "
+                         f"low < high. Found {outcome_range!r}.") from err
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(f"`outcome_range` must be a pair (low, high) of finite numbers with "
+                         f"low < high. Found {outcome_range!r}.")
+    return lo, hi
+
+
+def _check_statistics_in_range(mean, variance, shots, lo, hi) -> None:
+    """Refuse statistics that prove some shot fell outside ``[lo, hi]`` (Bhatia–Davis)."""
+    tol = _RANGE_RTOL * (hi - lo) ** 2
+    biased = variance * (shots - 1.0) / shots
+    bad = ((mean < lo - _RANGE_RTOL * (hi - lo)) | (mean > hi + _RANGE_RTOL * (hi - lo))
+           | (biased > (hi - mean) * (mean - lo) + tol))
+    if np.any(bad):
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"`outcome_range` must contain every single-shot value; the statistics of a circuit "
+            f"(mean {mean[i]:g}, variance {variance[i]:g}, {int(shots[i])} shots) prove a shot "
+            f"outside it (a sample on [low, high] has (N−1)/N·s² ≤ (high − mean)(mean − low)). "
+            f"Found outcome_range=({lo:g}, {hi:g})."
+        )
+
+
 def shot_noise_credit(stats: ShotStatistics, *, jacobian: np.ndarray, loss_weights: np.ndarray,
                       mode: str, variance_floor: float = 0.0, z: float | None = None,
-                      isotropic: bool = False) -> CreditResult:
+                      isotropic: bool = False, alpha: float | None = None,
+                      outcome_range: tuple[float, float] = (-1.0, 1.0),
+                      two_outcome: bool = False) -> CreditResult:
     r"""Shot-noise variance credited per coordinate for one batch (see module docstring).
+
+    In ``adaptive``/``isotropic`` mode the lower bound on each :math:`V_k` is
+    :func:`~pennylane_qshiftdp.variance_bounds.variance_lower_bound` over the coordinate's
+    circuits with weights :math:`u_t = w_j^2 a_{tk}^2/N_s` and failure probability α (from
+    ``alpha``, or :math:`1 - \Phi(z)` from ``z``), floored at the ``depolarizing`` value. It
+    holds at every :math:`N_s \ge 2` without a normal approximation. The subtracted largest
+    single-example term is :math:`\max_j w_j^2 \sum_t a_{tk}^2 (\lambda_+ - \lambda_-)^2/(4N_s)`
+    (at least the ``depolarizing`` one), the data-independent maximum (Popoviciu: a
+    single-shot variance on :math:`[\lambda_-, \lambda_+]` is at most
+    :math:`(\lambda_+ - \lambda_-)^2/4`), so it is an upper bound on every example's term.
 
     Args:
         stats: the batch's :class:`~.ShotStatistics` (one recorded gradient call per batch; the
@@ -145,20 +212,31 @@ def shot_noise_credit(stats: ShotStatistics, *, jacobian: np.ndarray, loss_weigh
         variance_floor: :math:`v_{\min} \ge 0`, proven lower bound on every circuit's
             single-shot variance (``depolarizing``; floor of ``adaptive``).
         z: confidence multiplier (``adaptive``/``isotropic``), from
-            :func:`confidence_multiplier`.
+            :func:`confidence_multiplier`; converted to :math:`\alpha = 1 - \Phi(z)`.
         isotropic: apply the minimum credit over coordinates to all of them.
+        alpha: failure probability in (0, 1) of each coordinate's bound, e.g.
+            :math:`\beta/(TK)`; give it instead of ``z``.
+        outcome_range: :math:`(\lambda_-, \lambda_+)`, the range of every single-shot value of
+            the measured observable (``adaptive``/``isotropic``): the eigenvalue range of a
+            Pauli word by default; pass the estimator's range otherwise
+            (:func:`pennylane_qshiftdp.transform.observable_range`). Statistics that prove a
+            shot outside it are refused.
+        two_outcome: the observable has exactly the two eigenvalues ``outcome_range`` (e.g. a
+            Pauli word): also use the exact Clopper–Pearson bound (α/2 each).
 
     Returns:
         CreditResult: credit, estimate, bound and subtracted term, each of shape ``(K,)``.
 
     Raises:
-        ValueError: for an unknown mode, a negative floor, a missing ``z``, several
-            measurements or shot copies, or mismatched shapes.
+        ValueError: for an unknown mode, a negative floor, a missing ``z``/``alpha`` or both,
+            several measurements or shot copies, mismatched shapes, a floor above
+            :math:`(\lambda_+ - \lambda_-)^2/4`, or statistics outside ``outcome_range``.
         NotImplementedError: if a circuit enters several coordinates (correlated shot noise).
 
     References:
-        Ngo et al., arXiv:2602.02962 (adaptive Q-ShiftDP); aggregation and the subtraction of
-        the largest single-example term are derived here (``docs/noise.md``).
+        Ngo et al., arXiv:2602.02962 (adaptive Q-ShiftDP); Hoeffding (1963); Maurer & Pontil,
+        arXiv:0907.3740; aggregation, the bound and the subtraction of the largest
+        single-example term are derived here (``docs/noise.md``).
 
     Example:
         >>> from pennylane_qshiftdp.shot_statistics import ShotStatistics
@@ -169,6 +247,10 @@ def shot_noise_credit(stats: ShotStatistics, *, jacobian: np.ndarray, loss_weigh
         ...                       mode="depolarizing", variance_floor=1.0)
         >>> r.lower_bound.tolist(), r.credit.tolist()
         ([0.005], [0.0025])
+        >>> r = shot_noise_credit(st, jacobian=np.eye(1), loss_weights=np.ones(2),
+        ...                       mode="adaptive", alpha=0.05)  # estimate 0.005
+        >>> round(float(r.lower_bound[0]), 6), r.largest_example.tolist()  # (2/4)/100
+        (0.003776, [0.0025])
     """
     if mode not in CREDIT_MODES:
         raise ValueError(f"`mode` must be one of {CREDIT_MODES}. Found {mode!r}.")
@@ -177,8 +259,20 @@ def shot_noise_credit(stats: ShotStatistics, *, jacobian: np.ndarray, loss_weigh
     loss_weights = np.asarray(loss_weights, dtype=float).reshape(-1)
     k = jacobian.shape[1]
     zeros = np.zeros(k)
+    adaptive = mode in ("adaptive", "isotropic")
+    if adaptive:
+        if z is None and alpha is None:
+            raise ValueError(f"`z` (or `alpha`) must be given for mode {mode!r}. Found None.")
+        alpha = _coefficient_alpha(z, alpha)
+        lo, hi = _check_outcome_range(outcome_range)
+        if variance_floor > (hi - lo) ** 2 / 4.0:
+            raise ValueError(
+                f"`variance_floor` must be at most (high − low)²/4 = {(hi - lo) ** 2 / 4.0:g} "
+                f"for outcome_range=({lo:g}, {hi:g}). Found {variance_floor}."
+            )
     if mode == "none" or len(stats) == 0:
-        return CreditResult(zeros, zeros.copy(), zeros.copy(), zeros.copy())
+        return CreditResult(zeros, zeros.copy(), zeros.copy(), zeros.copy(),
+                            alpha if adaptive else None)
     if np.any(stats.measurement != 0) or np.any(stats.shot_copy != 0):
         raise ValueError(
             "Shot-noise credit supports a single measurement without a shot vector: estimates "
@@ -201,7 +295,8 @@ def shot_noise_credit(stats: ShotStatistics, *, jacobian: np.ndarray, loss_weigh
     example = stats.batch_index[first]
     w2a2 = (loss_weights[example][:, None] * a) ** 2  # (circuits, K)
     shots = stats.shots[first][:, None].astype(float)
-    floor_terms = w2a2 * variance_floor / shots
+    u = w2a2 / shots  # weight of each circuit's single-shot variance in V_k
+    floor_terms = u * variance_floor
     num_examples = int(example.max()) + 1
 
     def per_example(terms):
@@ -210,25 +305,27 @@ def shot_noise_credit(stats: ShotStatistics, *, jacobian: np.ndarray, loss_weigh
         return out
 
     floor_j = per_example(floor_terms)
+    variance = stats.variance[first]
+    estimate = per_example(u * variance[:, None]).sum(axis=0)
     if mode == "depolarizing":
-        estimate = per_example(w2a2 * stats.variance[first][:, None] / shots).sum(axis=0)
         lower = floor_j.sum(axis=0)
         largest = floor_j.max(axis=0)
     else:
-        if z is None:
-            raise ValueError(f"`z` must be given for mode {mode!r}. Found None.")
-        z = check_nonnegative_float(z, "z")
-        var_terms = w2a2 * stats.variance[first][:, None] / shots
-        vv = stats.variance_of_variance[first][:, None]
-        se_terms = (w2a2 / shots) ** 2 * vv
-        v_j, se2_j = per_example(var_terms), per_example(se_terms)
-        estimate = v_j.sum(axis=0)
-        lower = np.maximum(estimate - z * np.sqrt(se2_j.sum(axis=0)), floor_j.sum(axis=0))
-        largest = np.maximum(v_j + z * np.sqrt(se2_j), floor_j).max(axis=0)
+        mean = stats.mean[first]
+        _check_statistics_in_range(mean, variance, shots[:, 0], lo, hi)
+        if alpha > 0.0:  # 1 − Φ(z) underflows to 0 only for z > 38: then no bound but 0
+            bound = variance_lower_bound(
+                variance, weights=u.T, shots=shots[:, 0], low=lo, high=hi, alpha=alpha,
+                means=mean if two_outcome else None)
+        else:
+            bound = zeros
+        lower = np.maximum(bound, floor_j.sum(axis=0))
+        # Data-independent maximum of each example's term (valid on every event).
+        largest = np.maximum(per_example(u * (hi - lo) ** 2 / 4.0), floor_j).max(axis=0)
     credit = np.maximum(lower - largest, 0.0)
     if isotropic or mode == "isotropic":
         credit = np.full(k, credit.min())
-    return CreditResult(credit, estimate, lower, largest)
+    return CreditResult(credit, estimate, lower, largest, alpha if adaptive else None)
 
 
 def artificial_variance(credit: np.ndarray, *, noise_multiplier: float,
