@@ -34,6 +34,7 @@ __all__ = [
     "depolarizing_p_from_toqito",
     "depolarizing_p_to_toqito",
     "depolarizing_p_max",
+    "PARAM_ATOL",
 ]
 
 _PAULIS = (
@@ -42,6 +43,13 @@ _PAULIS = (
     np.array([[0, -1j], [1j, 0]], dtype=np.complex128),
     np.array([[1, 0], [0, -1]], dtype=np.complex128),
 )
+
+# Boundary tolerance of the depolarizing parameter converters and of the CPTP-range check: a value
+# within PARAM_ATOL outside an end of its range is taken to *be* that end and clamped onto it
+# exactly. The ends are computed in double precision (1 - d^2/(d^2 - 1) is 2 ulps above -1/15 for
+# d = 4), so a user's -1/15 must not be rejected. 1e-12 is ~4500 ulps at 1: far above the rounding
+# of the one-line conversion formulas, far below any physically meaningful difference in p.
+PARAM_ATOL = 1e-12
 
 # Largest number of qubits for which `local_depolarizing` materialises Kraus operators
 # (4**n operators of size 2**n x 2**n).
@@ -74,15 +82,27 @@ def _check_dim(d, name: str, minimum: int = 2) -> int:
     return d
 
 
+def _in_range(x: float, lo: float, hi: float) -> float | None:
+    """x clamped onto [lo, hi] if it lies within PARAM_ATOL of it, else None."""
+    if lo <= x <= hi:
+        return x
+    if lo - PARAM_ATOL <= x < lo:
+        return lo
+    if hi < x <= hi + PARAM_ATOL:
+        return hi
+    return None
+
+
 def _check_dep_p(p, d: int, name: str = "p") -> float:
     p = _check_real(p, name)
     pmax = d * d / (d * d - 1.0)
-    if not 0.0 <= p <= pmax:
+    out = _in_range(p, 0.0, pmax)
+    if out is None:
         raise ValueError(
             f"`{name}` must be in [0, {pmax:.6g}] (the CPTP range d^2/(d^2-1) for d={d}). "
             f"Found {_fmt(p)}."
         )
-    return p
+    return out
 
 
 class HeisenbergMap:
@@ -566,37 +586,46 @@ def depolarizing_p_from_pennylane(q: float) -> float:
     = (1 - \tfrac{4q}{3})\rho + \tfrac{4q}{3}\tfrac I2`.
 
     Args:
-        q: PennyLane's parameter in [0, 1].
+        q: PennyLane's parameter in [0, 1]; a value within :data:`PARAM_ATOL` outside the range
+            is clamped onto its end.
 
     Returns:
-        p in [0, 4/3].
+        p in [0, 4/3] (exactly :func:`depolarizing_p_max` (2) for q = 1).
 
     Raises:
-        ValueError: if q is outside [0, 1].
+        ValueError: if q is outside [0, 1] by more than :data:`PARAM_ATOL`.
 
     Example:
         >>> depolarizing_p_from_pennylane(0.75)
         1.0
+        >>> depolarizing_p_from_pennylane(1 + 1e-15) == depolarizing_p_max(2)
+        True
     """
-    q = check_probability(q, "q")
-    return 4.0 * q / 3.0
+    q = _check_real(q, "q")
+    q_in = _in_range(q, 0.0, 1.0)
+    if q_in is None:
+        raise ValueError(f"`q` must be in [0, 1]. Found {_fmt(q)}.")
+    return min(4.0 * q_in / 3.0, depolarizing_p_max(2))
 
 
 def depolarizing_p_to_pennylane(p: float) -> float:
     r"""Inverse of :func:`depolarizing_p_from_pennylane`: :math:`q = 3p/4`.
 
     Args:
-        p: single-qubit depolarizing probability in [0, 4/3].
+        p: single-qubit depolarizing probability in [0, 4/3]; a value within :data:`PARAM_ATOL`
+            outside the range is clamped onto its end.
 
     Returns:
         PennyLane's q in [0, 1].
 
     Raises:
-        ValueError: if p is outside [0, 4/3].
+        ValueError: if p is outside [0, 4/3] by more than :data:`PARAM_ATOL`.
 
     Example:
         >>> depolarizing_p_to_pennylane(1.0)
         0.75
+        >>> depolarizing_p_to_pennylane(4 / 3)
+        1.0
     """
     p = _check_dep_p(p, 2)
     return min(1.0, 3.0 * p / 4.0)
@@ -608,46 +637,62 @@ def depolarizing_p_from_toqito(param: float, d: int = 2) -> float:
     toqito's channel is :math:`\mathrm{param}\cdot\rho + (1-\mathrm{param}) I/d`.
 
     Args:
-        param: toqito's parameter; the CPTP range is :math:`[1 - d^2/(d^2-1), 1]`.
+        param: toqito's parameter; the CPTP range is :math:`[1 - d^2/(d^2-1), 1] =
+            [-1/(d^2-1), 1]`. A value within :data:`PARAM_ATOL` outside it (e.g. ``-1/3`` for
+            d = 2, which double precision puts an ulp below ``1 - 4/3``) is clamped onto its end.
         d: dimension (only used for the range check).
 
     Returns:
-        p in :math:`[0, d^2/(d^2-1)]`.
+        p in :math:`[0, d^2/(d^2-1)]`; exactly :func:`depolarizing_p_max` (d) at the lower end.
 
     Raises:
-        ValueError: if the resulting p is outside the CPTP range.
+        ValueError: if the resulting p is outside the CPTP range by more than
+            :data:`PARAM_ATOL`.
 
     Example:
         >>> depolarizing_p_from_toqito(0.7)
         0.30000000000000004
+        >>> depolarizing_p_from_toqito(-1 / 3, 2) == depolarizing_p_max(2)
+        True
     """
     param = _check_real(param, "param")
     d = _check_dim(d, "d")
     pmax = d * d / (d * d - 1.0)
-    if not 1.0 - pmax <= param <= 1.0:
+    lo = -1.0 / (d * d - 1.0)  # = 1 - pmax, written without cancellation
+    param_in = _in_range(param, lo, 1.0)
+    if param_in is None:
         raise ValueError(
-            f"`param` must be in [{1 - pmax:.6g}, 1] (toqito's CPTP range for d={d}). "
+            f"`param` must be in [{lo:.6g}, 1] (toqito's CPTP range for d={d}). "
             f"Found {_fmt(param)}."
         )
-    return 1.0 - param
+    if param_in == lo:
+        return pmax  # the exact boundary, whatever rounding 1 - lo would add
+    return min(max(1.0 - param_in, 0.0), pmax)
 
 
 def depolarizing_p_to_toqito(p: float, d: int = 2) -> float:
     r"""Inverse of :func:`depolarizing_p_from_toqito`: ``param = 1 - p``.
 
     Args:
-        p: depolarizing probability in :math:`[0, d^2/(d^2-1)]`.
+        p: depolarizing probability in :math:`[0, d^2/(d^2-1)]`; a value within
+            :data:`PARAM_ATOL` outside the range is clamped onto its end.
         d: dimension.
 
     Returns:
-        toqito's parameter.
+        toqito's parameter in :math:`[-1/(d^2-1), 1]` (exactly ``-1/(d**2 - 1)`` at the end).
 
     Raises:
-        ValueError: if p is outside the CPTP range.
+        ValueError: if p is outside the CPTP range by more than :data:`PARAM_ATOL`.
 
     Example:
         >>> depolarizing_p_to_toqito(0.25)
         0.75
+        >>> depolarizing_p_to_toqito(4 / 3, 2)
+        -0.3333333333333333
     """
     d = _check_dim(d, "d")
-    return 1.0 - _check_dep_p(p, d)
+    p = _check_dep_p(p, d)
+    lo = -1.0 / (d * d - 1.0)
+    if p == d * d / (d * d - 1.0):
+        return lo  # the exact boundary -1/(d^2 - 1), not 1 - pmax with its cancellation
+    return max(1.0 - p, lo)
