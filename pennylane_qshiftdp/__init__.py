@@ -1,27 +1,31 @@
 r"""Differentially private training of parameterized quantum circuits (Q-ShiftDP).
 
-The parameter-shift gradient of an expectation value is bounded a priori, so no clipping is
-needed: :func:`param_shift` computes it from finite shots and records per-circuit shot
-statistics, :func:`sensitivity` bounds each example's gradient, and the optimizer adds Gaussian
-noise calibrated by an Opacus accountant (arXiv:2602.02962).
+The parameter-shift gradient of an expectation value is bounded a priori: :func:`param_shift`
+computes it from finite shots and records per-circuit shot statistics, and :func:`sensitivity`
+bounds each example's gradient. Importing this package registers an Opacus grad sampler for
+:class:`pennylane.qnn.TorchLayer`, so Opacus trains quantum and hybrid models;
+:func:`make_private` is the Q-ShiftDP front end of Opacus (clipping at the certified bound by
+default, noise calibrated by an Opacus accountant; arXiv:2602.02962).
 """
 
 from . import losses
 from .accountant import PrivacyLedger
 from .calibration import calibrate_noise_multiplier, compute_epsilon
 from .data import Dataset, load_dataset
-from .engine import PrivateModel, TrainConfig, TrainResult, make_private, train
+from .engine import make_private
 from .exceptions import (
     PrivacyBudgetExceededError,
     PrivacyWarning,
     SensitivityError,
     UnsupportedMeasurementError,
 )
-from .models import QuantumClassifier, make_qnode
+from .models import HybridClassifier, QuantumClassifier, make_qnode
 from .noise import CREDIT_MODES, confidence_multiplier, shot_noise_credit
 from .optimizer import QShiftDPOptimizer
+from .quantum_layer import check_private_qnode, evaluate_layer, torch_layer_grad_sampler
 from .sensitivity import Sensitivity, sensitivity
 from .shot_statistics import ShotRecorder, ShotStatistics
+from .training import TrainConfig, TrainResult, train
 from .transform import observable_range, param_shift, shift_rule_coefficients, validate_shots
 
 __version__ = "0.1.0.dev0"
@@ -30,13 +34,15 @@ __all__ = [
     "CREDIT_MODES",
     "Dataset",
     "PrivacyLedger",
-    "PrivateModel",
+    "HybridClassifier",
     "QShiftDPOptimizer",
     "QuantumClassifier",
     "Sensitivity",
     "TrainConfig",
     "TrainResult",
     "calibrate_noise_multiplier",
+    "check_private_qnode",
+    "evaluate_layer",
     "compute_epsilon",
     "confidence_multiplier",
     "load_dataset",
@@ -55,5 +61,6 @@ __all__ = [
     "observable_range",
     "param_shift",
     "shift_rule_coefficients",
+    "torch_layer_grad_sampler",
     "validate_shots",
 ]

@@ -52,7 +52,11 @@ ADJACENCIES = ("add_remove", "replace_one")
 CREDIT_MODES = ("none", "depolarizing", "adaptive", "isotropic")
 
 #: Version of the ``state_dict`` / JSON layout written by :meth:`PrivacyLedger.state_dict`.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+
+#: Older layouts that :meth:`PrivacyLedger.load_state_dict` still reads (v1: no proven history;
+#: the proven history then equals the calibrated one).
+_READABLE_VERSIONS = (1, 2)
 
 #: Largest number of steps :meth:`PrivacyLedger.remaining_steps` searches (2**40).
 _MAX_SEARCH_STEPS = 2**40
@@ -259,6 +263,7 @@ class PrivacyLedger:
             extra=extra,
         )
         self._acct = make_accountant(self._accountant_name)
+        self._proven: list[tuple[float, float, int]] = []
         self._eps_cache: tuple[tuple, float] | None = None
 
     # ------------------------------------------------------------------ configuration
@@ -428,15 +433,48 @@ class PrivacyLedger:
             return float(acct.get_epsilon(delta=self._target_delta))
 
     @property
-    def epsilon(self) -> float:
-        """ε spent so far at δ = ``target_delta`` (nats, the accountant's upper bound)."""
+    def credited_epsilon(self) -> float:
+        r"""ε (nats) of the calibrated history: every step at the planned σ.
+
+        Equals :attr:`epsilon` when no shot noise is credited. With a credit mode it is the
+        Q-ShiftDP guarantee *under the Gaussian approximation of shot noise* (the credited shot
+        noise counted as Gaussian noise); :attr:`epsilon` is the proven one.
+        """
         key = tuple(self._acct.history)
         if self._eps_cache is None or self._eps_cache[0] != key:
             self._eps_cache = (key, self._epsilon_of(self._acct.history))
         return self._eps_cache[1]
 
+    @property
+    def proven_history(self) -> list[tuple[float, float, int]]:
+        r"""(σ_t, q, steps) triples of the Gaussian noise actually added.
+
+        σ_t is the smallest per-coordinate standard deviation of the artificial noise of step t
+        divided by the clip norm; shot noise is not counted.
+        """
+        return list(self._proven)
+
+    @property
+    def proven_epsilon(self) -> float:
+        """ε (nats) proven from the Gaussian noise actually added (no approximation)."""
+        key = ("proven", tuple(self._proven))
+        cache = getattr(self, "_proven_cache", None)
+        if cache is None or cache[0] != key:
+            self._proven_cache = (key, self._epsilon_of(self._proven))
+        return self._proven_cache[1]
+
+    @property
+    def epsilon(self) -> float:
+        """ε spent so far at δ = ``target_delta`` (nats): the proven guarantee.
+
+        It is composed by the accountant from the noise actually added at each step
+        (:attr:`proven_history`). Without shot-noise credit it equals
+        :attr:`credited_epsilon`.
+        """
+        return self.proven_epsilon
+
     def epsilon_after(self, steps: int) -> float:
-        r"""ε (nats) that would be spent after ``steps`` more steps at the ledger's (σ, q).
+        r"""Calibrated ε (nats) after ``steps`` more steps at the ledger's planned (σ, q).
 
         Args:
             steps: number of further steps, ≥ 0.
@@ -449,7 +487,7 @@ class PrivacyLedger:
         """
         k = self._check_nonnegative_steps(steps)
         if k == 0:
-            return self.epsilon
+            return self.credited_epsilon
         return self._epsilon_of(
             _extend_history(self._acct.history, self._noise_multiplier, self._sample_rate, k)
         )
@@ -466,16 +504,24 @@ class PrivacyLedger:
         steps = check_positive_int(steps, "steps")
         return self.epsilon_after(steps) > self._target_epsilon
 
-    def step(self) -> float:
+    def step(self, *, proven_noise_multiplier: float | None = None) -> float:
         """Record one step, after checking that it stays within the budget.
 
+        Args:
+            proven_noise_multiplier: σ_t of the Gaussian noise actually added at this step
+                (smallest per-coordinate standard deviation over the clip norm); defaults to
+                the planned σ. Shot-noise credit makes it smaller than σ.
+
         Returns:
-            ε spent after the step (nats).
+            ε spent after the step (nats, the calibrated history; see :attr:`credited_epsilon`).
 
         Raises:
-            PrivacyBudgetExceededError: if the step would take ε above ``target_epsilon``;
-                nothing is recorded then.
+            PrivacyBudgetExceededError: if the step would take the calibrated ε above
+                ``target_epsilon``; nothing is recorded then.
+            ValueError: if ``proven_noise_multiplier`` is not positive and finite.
         """
+        proven = (self._noise_multiplier if proven_noise_multiplier is None
+                  else check_positive_float(proven_noise_multiplier, "proven_noise_multiplier"))
         new_history = _extend_history(
             self._acct.history, self._noise_multiplier, self._sample_rate, 1
         )
@@ -484,10 +530,11 @@ class PrivacyLedger:
             raise PrivacyBudgetExceededError(
                 f"Privacy budget exceeded: step {self.steps + 1} would spend ε = {new_eps:.6g} "
                 f"> target ε = {self._target_epsilon:.6g} (δ = {self._target_delta:g}); "
-                f"ε spent so far is {self.epsilon:.6g} after {self.steps} steps. "
+                f"ε spent so far is {self.credited_epsilon:.6g} after {self.steps} steps. "
                 f"The step was not taken."
             )
         self._acct.step(noise_multiplier=self._noise_multiplier, sample_rate=self._sample_rate)
+        self._proven = _extend_history(self._proven, proven, self._sample_rate, 1)
         self._eps_cache = (tuple(self._acct.history), new_eps)
         return new_eps
 
@@ -524,7 +571,7 @@ class PrivacyLedger:
         """A JSON-able snapshot of the whole ledger (history, steps and all metadata).
 
         Returns:
-            A dict with ``"format_version": 1``; also ``"opacus_version"``, for information.
+            A dict with ``"format_version": 2``; also ``"opacus_version"``, for information.
         """
         return {
             "format_version": FORMAT_VERSION,
@@ -541,6 +588,7 @@ class PrivacyLedger:
             "preprocessing_note": self._preprocessing_note,
             "extra": self.extra,
             "history": [[s, q, n] for s, q, n in self._acct.history],
+            "proven_history": [[s, q, n] for s, q, n in self._proven],
             "steps": self.steps,
             "opacus_version": opacus.__version__,
         }
@@ -558,8 +606,9 @@ class PrivacyLedger:
         if not isinstance(state_dict, dict):
             raise TypeError(f"`state_dict` must be a dict. Found {type(state_dict).__name__}.")
         version = state_dict.get("format_version")
-        if version != FORMAT_VERSION:
-            raise ValueError(f"`format_version` must be {FORMAT_VERSION}. Found {version!r}.")
+        if version not in _READABLE_VERSIONS:
+            raise ValueError(f"`format_version` must be one of {_READABLE_VERSIONS}. Found "
+                             f"{version!r}.")
         missing = [k for k in _STATE_KEYS if k not in state_dict]
         if missing:
             raise ValueError(f"`state_dict` is missing the keys {missing}.")
@@ -570,9 +619,18 @@ class PrivacyLedger:
                 f"`steps` must equal the total steps in `history` ({steps}). "
                 f"Found {state_dict['steps']!r}."
             )
+        proven = (_normalise_history(state_dict["proven_history"]) if version >= 2
+                  else list(history))
+        if sum(n for _, _, n in proven) != steps:
+            raise ValueError(
+                f"`proven_history` must cover the same {steps} steps as `history`. Found "
+                f"{sum(n for _, _, n in proven)}."
+            )
         self._configure(**{k: state_dict[k] for k in _STATE_KEYS[1:-2]})
         self._acct = make_accountant(self._accountant_name, history)
+        self._proven = proven
         self._eps_cache = None
+        self._proven_cache = None
 
     @classmethod
     def from_state_dict(cls, state_dict: dict[str, Any]) -> PrivacyLedger:
@@ -626,21 +684,30 @@ class PrivacyLedger:
             A multi-line string.
         """
         eps = self.epsilon
+        credited = self.credited_epsilon
         steps = self.steps
         sigma, q, sens = self._noise_multiplier, self._sample_rate, self._sensitivity
         lines = ["Privacy statement (pennylane-qshiftdp, Q-ShiftDP)"]
 
-        if self._beta > 0:
-            lines.append(
-                f"Guarantee: (ε, δ + β) = ({_fmt(eps)}, {_fmt(self.total_delta)})-differential "
-                f"privacy, ε in nats, with δ = {self._target_delta:g} from the accountant and "
-                f"β = {self._beta:g} the probability that the adaptive shot-noise variance bound "
-                f"fails at any step of the run (target ε = {_fmt(self._target_epsilon)})."
-            )
-        else:
+        if self._credit_mode == "none":
             lines.append(
                 f"Guarantee: (ε, δ) = ({_fmt(eps)}, {self._target_delta:g})-differential "
                 f"privacy, ε in nats (target ε = {_fmt(self._target_epsilon)})."
+            )
+        else:
+            lines.append(
+                f"Proven guarantee: (ε, δ) = ({_fmt(eps)}, {self._target_delta:g})-differential "
+                f"privacy, ε in nats, from the Gaussian noise actually added at each step "
+                f"(history of σ_t below); no assumption on shot noise."
+            )
+            beta_text = (
+                f", with β = {self._beta:g} the probability that the adaptive shot-noise "
+                f"variance bound fails at any step of the run" if self._beta > 0 else ""
+            )
+            lines.append(
+                f"Credited Q-ShiftDP guarantee (an APPROXIMATION, not proven): (ε, δ + β) = "
+                f"({_fmt(credited)}, {_fmt(self.total_delta)}) if the credited shot noise "
+                f"acted as Gaussian noise{beta_text} (target ε = {_fmt(self._target_epsilon)})."
             )
 
         if self._adjacency == "add_remove":
@@ -673,13 +740,24 @@ class PrivacyLedger:
             )
         lines.append(f"Sampling: {sampling}")
 
-        lines.append(
-            f"Mechanism: the summed per-example parameter-shift gradients carry Gaussian noise of "
-            f"variance σ²Δ² per coordinate, with noise multiplier σ = {_fmt(sigma)} and "
-            f"per-example sensitivity Δ = {_fmt(sens)} (L2, bounded a priori by the "
-            f"parameter-shift rule, no clipping); noise standard deviation σΔ = "
-            f"{_fmt(sigma * sens)}."
-        )
+        clipping = (self._extra or {}).get("clipping")
+        if clipping is None:
+            lines.append(
+                f"Mechanism: the summed per-example parameter-shift gradients carry Gaussian "
+                f"noise of variance σ²Δ² per coordinate, with noise multiplier σ = {_fmt(sigma)} "
+                f"and per-example sensitivity Δ = {_fmt(sens)} (L2, bounded a priori by the "
+                f"parameter-shift rule); noise standard deviation σΔ = {_fmt(sigma * sens)}."
+            )
+        else:
+            lines.append(
+                f"Mechanism: every example's gradient is clipped in the optimizer's step() to L2 "
+                f"norm at most C ({clipping.get('description', clipping.get('mode'))}); the sum "
+                f"carries Gaussian noise of standard deviation σC per coordinate with σ = "
+                f"{_fmt(sigma)} and C = {_fmt(sens)} (σC = {_fmt(sigma * sens)}). The guarantee "
+                f"holds for any loss and training loop because the clipping is enforced."
+            )
+        if self._credit_mode != "none":
+            lines.append(f"Proven noise history (σ_t, q, steps) = {self.proven_history}.")
         lines.append(
             f"Accountant: Opacus {opacus.__version__} "
             f"{_ACCOUNTANT_NAMES[self._accountant_name]}; ε is an upper bound."

@@ -6,7 +6,7 @@ Subcommands:
   (:func:`~pennylane_qshiftdp.calibration.calibrate_noise_multiplier`).
 - ``qshiftdp epsilon``: the ε spent by σ, q, steps at δ
   (:func:`~pennylane_qshiftdp.calibration.compute_epsilon`).
-- ``qshiftdp train``: private training of the quantum classifier (:func:`~.engine.train`).
+- ``qshiftdp train``: private training of the quantum classifier (:func:`~.training.train`).
 
 Every subcommand registers a handler ``func(args) -> int`` with ``set_defaults(func=...)``.
 Errors print ``qshiftdp <cmd>: error: <message>`` on stderr and return 2, like argparse.
@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
 # --------------------------------------------------------------------------- train (hook)
 def _add_train_parser(subparsers) -> None:
     """Register ``qshiftdp train``: private training of the quantum classifier."""
-    from .engine import TrainConfig
+    from .training import TrainConfig
 
     d = TrainConfig()
     p = subparsers.add_parser(
@@ -138,7 +138,7 @@ def _add_train_parser(subparsers) -> None:
 
 
 def _run_train(args) -> int:
-    from .engine import TrainConfig, train
+    from .training import TrainConfig, train
 
     fields = {k: getattr(args, k) for k in TrainConfig.__dataclass_fields__ if hasattr(args, k)}
     fields["secure_mode"] = not args.seeded_noise

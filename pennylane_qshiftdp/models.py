@@ -8,6 +8,8 @@ prediction :math:`\mathrm{sign}(f)`. Its QNode differentiates with
 
 from __future__ import annotations
 
+import math
+
 import pennylane as qml
 import torch
 
@@ -15,7 +17,7 @@ from ._validation import check_nonnegative_float, check_positive_int
 from .shot_statistics import ShotRecorder
 from .transform import param_shift, validate_shots
 
-__all__ = ["QuantumClassifier", "make_qnode"]
+__all__ = ["HybridClassifier", "QuantumClassifier", "make_qnode"]
 
 
 def make_qnode(n_qubits: int, layers: int, *, device: str = "lightning.qubit",
@@ -131,3 +133,41 @@ class QuantumClassifier(torch.nn.Module):
         """Labels in {−1, +1}."""
         with torch.no_grad():
             return torch.where(self.forward(x) >= 0, 1.0, -1.0)
+
+
+class HybridClassifier(QuantumClassifier):
+    r"""Hybrid classifier: ``Linear → π·sigmoid (angles) → TorchLayer → Linear``.
+
+    The classical layers are trainable (their per-example gradients come from Opacus; the
+    quantum weights' from :func:`~pennylane_qshiftdp.param_shift`). The input layer starts as
+    the identity and the output layer as :math:`y = f`, so at initialisation the model is the
+    :class:`QuantumClassifier` on the angles :math:`\pi\,\mathrm{sigmoid}(x)`.
+
+    Args:
+        n_qubits, layers, device, shots, seed, recorder, init_scale, init_seed, depolarizing:
+            as in :class:`QuantumClassifier`.
+        n_features: number of input features (default ``n_qubits``).
+
+    Example:
+        >>> model = HybridClassifier(2, 1, device="default.qubit", shots=None)
+        >>> model(torch.zeros(3, 2, dtype=torch.float64)).shape
+        torch.Size([3])
+    """
+
+    def __init__(self, n_qubits: int = 4, layers: int = 2, *, n_features: int | None = None,
+                 **kwargs):
+        super().__init__(n_qubits, layers, **kwargs)
+        n_features = n_qubits if n_features is None else check_positive_int(n_features,
+                                                                            "n_features")
+        self.pre = torch.nn.Linear(n_features, n_qubits).double()
+        self.post = torch.nn.Linear(1, 1).double()
+        with torch.no_grad():
+            self.pre.weight.copy_(torch.eye(n_qubits, n_features))
+            self.pre.bias.zero_()
+            self.post.weight.fill_(1.0)
+            self.post.bias.zero_()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        angles = math.pi * torch.sigmoid(self.pre(x.double()))
+        f = self.qlayer(angles).reshape(-1, 1)
+        return self.post(f).reshape(-1)

@@ -1,11 +1,13 @@
-r"""Private training end to end: ``make_private`` (Opacus-style) and the ``train`` loop.
+r"""The application: ``qshiftdp train``'s job (data set, model, private training loop, outputs).
 
-``make_private`` takes a ``torch.nn.Module`` whose only trainable parameters are the weights of
-one :class:`pennylane.qnn.TorchLayer` (with fixed classical pre- and post-processing), bounds
-its per-example gradient a priori (:func:`~pennylane_qshiftdp.sensitivity`), calibrates σ with
-Opacus's accountant, and returns the model, a :class:`~.QShiftDPOptimizer` and a
-Poisson-sampling loader (Opacus's ``DPDataLoader``). Opacus itself cannot hook quantum layers;
-no per-example gradients are needed here because the bound holds without clipping.
+Library code (:func:`~pennylane_qshiftdp.make_private`, the optimizer, the ledger) never imports
+this module. The loop is the standard Opacus one::
+
+    model, optimizer, loader = make_private(model, optimizer, loader, ...)
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss_fn(model(x), y).mean().backward()
+        optimizer.step()
 """
 
 from __future__ import annotations
@@ -14,218 +16,23 @@ import csv
 import dataclasses
 import json
 import math
-import os
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
-import pennylane as qml
 import torch
 from opacus.data_loader import DPDataLoader
 
 from . import _compat
 from .accountant import PrivacyLedger
-from .calibration import calibrate_noise_multiplier, epochs_to_steps
-from .exceptions import PrivacyBudgetExceededError, PrivacyWarning, SensitivityError
-from .losses import BoundedLoss, LinearLoss, MSELoss
-from .optimizer import QShiftDPOptimizer, StepRecord
-from .sensitivity import Sensitivity, sensitivity
+from .engine import make_private
+from .exceptions import PrivacyBudgetExceededError, PrivacyWarning
+from .losses import LinearLoss, MSELoss
+from .optimizer import StepRecord
 from .shot_statistics import ShotRecorder
 
-__all__ = ["PrivateModel", "make_private", "TrainConfig", "TrainResult", "train"]
-
-
-def _quantum_layer(module: torch.nn.Module) -> qml.qnn.TorchLayer:
-    layers = [m for m in module.modules() if isinstance(m, qml.qnn.TorchLayer)]
-    if len(layers) != 1:
-        raise ValueError(
-            f"`module` must contain exactly one pennylane.qnn.TorchLayer. Found {len(layers)}."
-        )
-    layer = layers[0]
-    quantum = {id(p) for p in layer.parameters()}
-    classical = [name for name, p in module.named_parameters()
-                 if p.requires_grad and id(p) not in quantum]
-    if classical:
-        raise SensitivityError(
-            f"Trainable classical parameters {classical} have no a-priori gradient bound "
-            f"(only parameter-shift gradients of bounded observables do), so they cannot be "
-            f"trained without clipping. Freeze them (requires_grad=False) or use Opacus's "
-            f"DP-SGD for the classical part."
-        )
-    return layer
-
-
-class PrivateModel(torch.nn.Module):
-    r"""A model made private: computes the summed batch gradient and the loss weights.
-
-    :meth:`loss_backward` runs the forward pass, computes per-example losses,
-    :math:`w_j = \partial\ell_j/\partial f_j` through any fixed post-processing (checked against
-    the loss's certified bound; a violation raises before any step), hands :math:`w` to the
-    optimizer, and back-propagates the *sum* of the losses.
-    """
-
-    def __init__(self, module, *, loss: BoundedLoss, sensitivity: Sensitivity):
-        super().__init__()
-        self._module = module
-        self.qlayer = _quantum_layer(module)
-        self.loss = loss
-        self.sensitivity = sensitivity
-        lo = min(r[0] for r in sensitivity.observable_ranges)
-        hi = max(r[1] for r in sensitivity.observable_ranges)
-        self.output_range = (lo, hi)
-        self._captured = None
-        self.qlayer.register_forward_hook(self._capture)
-
-    def _capture(self, _module, _inputs, output):
-        self._captured = output
-
-    def forward(self, x):
-        return self._module(x)
-
-    def loss_backward(self, x, y, optimizer: QShiftDPOptimizer | None = None) -> torch.Tensor:
-        """Forward, certify ∂ℓ/∂f, backward the summed loss; returns per-example losses."""
-        if x.shape[0] == 0:
-            if optimizer is not None:
-                optimizer.set_loss_weights(np.zeros(0))
-            return torch.zeros(0)
-        out = self._module(x)
-        f = self._captured
-        losses = self.loss(out, y)
-        (a,) = torch.autograd.grad(losses.sum(), f, retain_graph=True)
-        a2 = self.loss.verify(
-            a.detach().reshape(x.shape[0], -1).double(), output_range=self.output_range,
-            hint="with classical post-processing, declare the composed bound with "
-            "losses.DeclaredLoss",
-        )
-        if optimizer is not None:
-            optimizer.set_loss_weights(a2[:, 0].numpy() if a2.shape[1] == 1 else a2.numpy())
-        losses.sum().backward()
-        return losses.detach()
-
-
-def _randomness(secure_mode: bool, seed) -> str:
-    if secure_mode:
-        return ("DP noise drawn from the OS's CSPRNG (random.SystemRandom) and the Poisson "
-                "sampling seeded from it (secure mode).")
-    if seed is None:
-        return ("DP noise from torch's generator seeded from the OS (not a CSPRNG); use "
-                "secure mode for a real release.")
-    return (f"DP noise and Poisson sampling seeded (seed {seed}): repeatable for research, "
-            f"but anyone who knows the seed can remove the noise; NOT for a real release.")
-
-
-def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
-                 data_loader: torch.utils.data.DataLoader, *, target_epsilon: float,
-                 target_delta: float, epochs: float, loss: BoundedLoss | None = None,
-                 credit: str = "none", beta: float = 0.0, adjacency: str = "add_remove",
-                 accountant: str = "rdp", variance_floor: float = 0.0,
-                 recorder: ShotRecorder | None = None, seed: int | None = None,
-                 secure_mode: bool = False, jacobian_bound=None,
-                 variance_floor_source: str = "declared",
-                 preprocessing_note: str | None = None):
-    r"""Make a TorchLayer model, optimizer and data loader private (Opacus-style).
-
-    Args:
-        module: a ``torch.nn.Module`` with exactly one :class:`~pennylane.qnn.TorchLayer`
-            whose QNode uses :func:`~pennylane_qshiftdp.param_shift`; every other parameter
-            must be frozen.
-        optimizer: a ``torch.optim.Optimizer`` over the TorchLayer's weights.
-        data_loader: a loader over a map-style dataset of ``(x, y)``; its ``batch_size`` is
-            the expected batch size :math:`qN`.
-        target_epsilon: ε > 0 (nats). target_delta: δ ∈ (0, 1).
-        epochs: training epochs (T = epochs / q steps).
-        loss: a :class:`~pennylane_qshiftdp.losses.BoundedLoss` (default linear).
-        credit: shot-noise credit mode; beta: its failure probability (adaptive/isotropic).
-        adjacency: ``"add_remove"`` or ``"replace_one"``.
-        accountant: ``"rdp"`` (default) or ``"prv"``.
-        variance_floor: lower bound :math:`v_{\min}` on every circuit's single-shot variance
-            (``depolarizing``; floor for ``adaptive``); at most :math:`(\lambda_+ -
-            \lambda_-)^2/4`, the largest variance of the observable.
-        variance_floor_source: ``"proven"`` (from :func:`qprldp_core.certify_device`) or
-            ``"declared"`` (the user's word); stated in the privacy statement.
-        recorder: the :class:`~.ShotRecorder` attached to the QNode (required for a credit).
-        seed: seeds Poisson sampling and DP noise (the device carries its own seed).
-        secure_mode: draw DP noise from the OS's CSPRNG (refuses ``seed``).
-        jacobian_bound: passed to :func:`~pennylane_qshiftdp.sensitivity`.
-        preprocessing_note: what data-dependent preprocessing is not protected.
-
-    Returns:
-        tuple: ``(PrivateModel, QShiftDPOptimizer, DPDataLoader)``; the optimizer's ``ledger``
-        holds the accounting.
-
-    Raises:
-        ValueError: for invalid privacy parameters or credit settings (e.g. ``adaptive`` with
-            ``shots=None``).
-        SensitivityError: if the gradient cannot be bounded a priori.
-    """
-    loss = LinearLoss() if loss is None else loss
-    layer = _quantum_layer(module)
-    qnode = layer.qnode
-    if credit in ("adaptive", "isotropic") and not qnode.shots:
-        raise ValueError(f"credit={credit!r} needs finite shots; the QNode has shots=None.")
-    if secure_mode and seed is not None:
-        raise ValueError("secure_mode draws DP noise from the OS's CSPRNG and refuses `seed`.")
-    if variance_floor_source not in ("proven", "declared"):
-        raise ValueError(f"`variance_floor_source` must be 'proven' or 'declared'. Found "
-                         f"{variance_floor_source!r}.")
-    dataset = data_loader.dataset
-    n = len(dataset)
-    batch_size = data_loader.batch_size
-    if batch_size is None or batch_size < 1:
-        raise ValueError(f"`data_loader` must have a positive batch_size. Found {batch_size}.")
-    sample_rate = 1.0 / len(data_loader)
-    expected_batch_size = sample_rate * n
-    steps = epochs_to_steps(epochs=epochs, sample_rate=sample_rate)
-    x0 = dataset[0][0]
-    weights = {k: v.detach().clone().double().requires_grad_(True)
-               for k, v in layer.qnode_weights.items()}
-    sens = sensitivity(qnode, adjacency=adjacency, loss=loss, jacobian_bound=jacobian_bound,
-                       inputs=torch.as_tensor(x0, dtype=torch.float64), **weights)
-    max_variance = max(((hi - lo) / 2.0) ** 2 for lo, hi in sens.observable_ranges)
-    if not (0.0 <= variance_floor <= max_variance):
-        raise ValueError(
-            f"`variance_floor` must be in [0, {max_variance:g}] (no single-shot variance of the "
-            f"measured observables can exceed (λmax − λmin)²/4). Found {variance_floor!r}."
-        )
-    sigma = calibrate_noise_multiplier(target_epsilon=target_epsilon, target_delta=target_delta,
-                                       sample_rate=sample_rate, steps=steps,
-                                       accountant=accountant)
-    extra = {
-        "sensitivity": sens.as_dict(),
-        "variance_floor": variance_floor,
-        "variance_floor_source": variance_floor_source,
-        "randomness": _randomness(secure_mode, seed),
-        "planned_steps": steps,
-    }
-    with warnings.catch_warnings():
-        warnings.simplefilter("always", PrivacyWarning)
-        ledger = PrivacyLedger(
-            target_epsilon=target_epsilon, target_delta=target_delta, noise_multiplier=sigma,
-            sample_rate=sample_rate, sensitivity=sens.delta, adjacency=adjacency,
-            credit_mode=credit, beta=beta, accountant=accountant, dataset_size=n,
-            preprocessing_note=preprocessing_note, extra=extra,
-        )
-    gen = None
-    if not secure_mode:
-        gen = torch.Generator()
-        gen.manual_seed(seed if seed is not None else int.from_bytes(os.urandom(8), "big") >> 1)
-    # Secure mode (or no seed): the Poisson-sampling seed comes from the OS's CSPRNG.
-    loader_seed = seed + 1 if seed is not None else int.from_bytes(os.urandom(8), "big") >> 1
-    loader_gen = torch.Generator().manual_seed(loader_seed)
-    dp_loader = DPDataLoader.from_data_loader(data_loader, generator=loader_gen)
-    private_opt = QShiftDPOptimizer(
-        optimizer, noise_multiplier=sigma, sensitivity=sens,
-        expected_batch_size=expected_batch_size, credit=credit, beta=beta, steps=steps,
-        variance_floor=variance_floor, recorder=recorder, generator=gen,
-        secure_mode=secure_mode, ledger=ledger,
-    )
-    return PrivateModel(module, loss=loss, sensitivity=sens), private_opt, dp_loader
-
-
-# ------------------------------------------------------------------------------------------
-# The training job
-# ------------------------------------------------------------------------------------------
+__all__ = ["TrainConfig", "TrainResult", "train", "write_outputs"]
 
 
 @dataclasses.dataclass
@@ -257,6 +64,10 @@ class TrainConfig:
     init_scale: float = 0.01
     output_dir: str | None = None
     test_size: float = 0.25
+    max_grad_norm: str | float = "certified"  # "certified", "adaptive" or a float (DP-SGD)
+    model: str = "quantum"  # "quantum" or "hybrid" (Linear -> angles -> TorchLayer -> Linear)
+    classical_max_grad_norm: float = 1.0  # clip norm of a hybrid model's classical layers
+    proven_epsilon_factor: float = 1.5  # credit modes: proven ε <= factor × target ε
 
 
 @dataclasses.dataclass
@@ -301,7 +112,7 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
     from tqdm.auto import tqdm
 
     from .data import load_dataset
-    from .models import QuantumClassifier
+    from .models import HybridClassifier, QuantumClassifier
 
     data = load_dataset(config.dataset, n_features=config.qubits, seed=config.seed,
                         test_size=config.test_size, preprocessing=config.preprocessing,
@@ -316,10 +127,13 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
                       f"each sample mean as Gaussian (central limit theorem), which is a poor "
                       f"approximation for so few shots.", PrivacyWarning, stacklevel=2)
     recorder = ShotRecorder() if config.credit != "none" else None
-    model = QuantumClassifier(config.qubits, config.layers, device=config.device,
-                              shots=config.shots, seed=_seed_for(config.seed, 0, 0),
-                              recorder=recorder, init_scale=config.init_scale,
-                              init_seed=config.seed, depolarizing=config.depolarizing)
+    if config.model not in ("quantum", "hybrid"):
+        raise ValueError(f"`model` must be 'quantum' or 'hybrid'. Found {config.model!r}.")
+    model_cls = QuantumClassifier if config.model == "quantum" else HybridClassifier
+    model = model_cls(config.qubits, config.layers, device=config.device,
+                      shots=config.shots, seed=_seed_for(config.seed, 0, 0),
+                      recorder=recorder, init_scale=config.init_scale,
+                      init_seed=config.seed, depolarizing=config.depolarizing)
     floor = model.variance_floor() if config.variance_floor is None else config.variance_floor
     if config.variance_floor is not None and config.credit != "none":
         warnings.warn(f"variance_floor={config.variance_floor} is declared by you, not proven "
@@ -338,9 +152,14 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
     sgd = torch.optim.SGD(model.parameters(), lr=config.lr)
     loss_fn = {"linear": LinearLoss(), "mse": MSELoss(target_bound=1.0)}[config.loss]
     if private:
+        hybrid = config.model == "hybrid"
         pmodel, opt, train_loader = make_private(
             model, sgd, loader, target_epsilon=config.epsilon, target_delta=config.delta,
-            epochs=config.epochs, loss=loss_fn, credit=config.credit, beta=config.beta,
+            epochs=config.epochs, loss=loss_fn if config.max_grad_norm == "certified" else None,
+            max_grad_norm=config.max_grad_norm,
+            classical_max_grad_norm=config.classical_max_grad_norm if hybrid else None,
+            proven_epsilon_factor=config.proven_epsilon_factor,
+            credit=config.credit, beta=config.beta,
             adjacency=config.adjacency, accountant=config.accountant,
             variance_floor=floor, recorder=recorder,
             variance_floor_source="proven" if config.variance_floor is None else "declared",
@@ -368,10 +187,11 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
         if private:
             opt.ledger.load_state_dict(ckpt["ledger"])
             opt.history = [StepRecord(r) for r in ckpt["step_records"]]
+            opt.max_grad_norm = ckpt.get("clip_norm", opt.max_grad_norm)
         start_epoch, metrics, records = ckpt["epoch"], ckpt["metrics"], ckpt["step_records"]
 
     stopped = None
-    dev = model.qnode.device
+    dev = model.qlayer.qnode.device
     last = config.epochs if stop_after_epochs is None else min(config.epochs, stop_after_epochs)
     bar = tqdm(total=len(train_loader) * (last - start_epoch), disable=not progress,
                desc="qshiftdp train")
@@ -387,13 +207,14 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
         for xb, yb in train_loader:
             opt.zero_grad()
             if private:
-                pmodel.loss_backward(xb, yb, opt)
+                if xb.shape[0]:  # an empty Poisson batch still gets a (noise-only) step
+                    loss_fn(pmodel(xb), yb).mean().backward()
                 try:
-                    rec = opt.step()
+                    opt.step()
                 except PrivacyBudgetExceededError as err:  # checked before the step
                     stopped = str(err)
                     break
-                records.append(dict(rec, epoch=epoch + 1, epsilon=opt.ledger.epsilon))
+                records.append(dict(opt.last_record, epoch=epoch + 1))
             else:
                 if xb.shape[0]:
                     loss_fn(model(xb), yb).sum().div(config.expected_batch_size).backward()
@@ -411,6 +232,7 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
             torch.save({"config": dataclasses.asdict(config), "epoch": epoch + 1,
                         "model": model.state_dict(), "optimizer": sgd.state_dict(),
                         "ledger": opt.ledger.state_dict() if private else None,
+                        "clip_norm": opt.max_grad_norm if private else None,
                         "metrics": metrics, "step_records": records},
                        out_dir / "checkpoint.pt")
         if stopped:

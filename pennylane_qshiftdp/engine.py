@@ -1,0 +1,348 @@
+r"""``make_private``: the Q-ShiftDP front end of Opacus for quantum and hybrid models.
+
+It returns Opacus's triple ``(module, optimizer, data_loader)``: the module wrapped in
+:class:`opacus.GradSampleModule` (per-example gradients; the TorchLayer grad sampler of
+:mod:`~pennylane_qshiftdp.quantum_layer` computes those of the quantum weights from the private
+parameter-shift transform), a :class:`~pennylane_qshiftdp.optimizer.QShiftDPOptimizer` (an
+Opacus ``DPOptimizer``: per-example clipping in ``step()``, Gaussian noise, the ledger) and a
+Poisson-sampling :class:`opacus.data_loader.DPDataLoader`. σ is calibrated by an Opacus
+accountant for (ε, δ, epochs) and charged to the :class:`~.PrivacyLedger`.
+
+The guarantee holds for any loss and any training loop: clipping at ``C`` is enforced in the
+optimizer. ``max_grad_norm="certified"`` (default) sets ``C`` to the a-priori bound Δ of the
+parameter-shift gradient (Q-ShiftDP: for a certified model no clip binds).
+
+This module is library code: it imports no data set, model or application code.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+
+import pennylane as qml
+import torch
+from opacus import GradSampleModule
+from opacus.data_loader import DPDataLoader
+from opacus.grad_sample.grad_sample_module import GradSampleModule as _GSM
+
+from . import quantum_layer
+from ._validation import check_epsilon, check_positive_float
+from .accountant import PrivacyLedger
+from .calibration import calibrate_noise_multiplier, epochs_to_steps
+from .exceptions import PrivacyWarning, SensitivityError
+from .losses import BoundedLoss, LinearLoss
+from .optimizer import QShiftDPOptimizer
+from .sensitivity import Sensitivity, sensitivity
+from .shot_statistics import ShotRecorder
+
+__all__ = ["make_private", "CLIP_MODES", "DEFAULT_PROVEN_EPSILON_FACTOR"]
+
+#: Accepted string values of ``max_grad_norm`` (a positive float is fixed DP-SGD clipping).
+CLIP_MODES = ("certified", "adaptive")
+
+#: With shot-noise credit, the artificial noise never drops below the level that alone gives
+#: ε = factor × target ε (docs/noise.md, "Noise floor").
+DEFAULT_PROVEN_EPSILON_FACTOR = 1.5
+
+
+def _torch_layers(module: torch.nn.Module) -> list[qml.qnn.TorchLayer]:
+    return [m for m in module.modules() if isinstance(m, qml.qnn.TorchLayer)]
+
+
+def _check_supported(module: torch.nn.Module, layers) -> None:
+    """Refuse trainable parameters whose per-example gradients cannot be computed."""
+    for layer in layers:
+        quantum_layer.check_private_qnode(layer.qnode)
+    for name, m in module.named_modules():
+        own = [n for n, p in m.named_parameters(recurse=False) if p.requires_grad]
+        if not own or isinstance(m, qml.qnn.TorchLayer) or type(m) in _GSM.GRAD_SAMPLERS:
+            continue
+        if any(isinstance(c, qml.qnn.TorchLayer) for c in m.modules()):
+            raise SensitivityError(
+                f"Module {name or type(m).__name__!r} has trainable parameters {own} and "
+                f"contains a TorchLayer: Opacus cannot compute their per-example gradients "
+                f"(functorch cannot trace through a quantum device). Move the parameters into "
+                f"a separate torch.nn layer."
+            )
+    errors = GradSampleModule.validate(module, strict=False)
+    if errors:
+        raise SensitivityError(f"Opacus cannot make this module private: {errors}")
+
+
+def _layer_inputs(module, layer, example) -> torch.Tensor:
+    """The TorchLayer's input for one training example (one analytic-free forward pass)."""
+    captured = {}
+
+    def hook(_m, inputs, _out):
+        captured["x"] = inputs[0].detach()
+
+    handle = layer.register_forward_hook(hook)
+    try:
+        with torch.no_grad():
+            module(example.unsqueeze(0))
+    finally:
+        handle.remove()
+    x = captured["x"]
+    return x.reshape(-1, x.shape[-1])[0].double()
+
+
+def _layer_sensitivity(module, layer, example, *, loss, adjacency, jacobian_bound):
+    weights = {k: v.detach().clone().double().requires_grad_(True)
+               for k, v in layer.qnode_weights.items()}
+    x0 = _layer_inputs(module, layer, example)
+    return sensitivity(layer.qnode, adjacency=adjacency, loss=loss, jacobian_bound=jacobian_bound,
+                       **{layer.input_arg: x0}, **weights)
+
+
+def _randomness(secure_mode: bool, seed) -> str:
+    if secure_mode:
+        return ("DP noise drawn from the OS's CSPRNG (os.urandom, float64) and the Poisson "
+                "sampling seeded from it (secure mode).")
+    if seed is None:
+        return ("DP noise from torch's generator seeded from the OS (not a CSPRNG); use "
+                "secure mode for a real release.")
+    return (f"DP noise and Poisson sampling seeded (seed {seed}): repeatable for research, "
+            f"but anyone who knows the seed can remove the noise; NOT for a real release.")
+
+
+def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                 data_loader: torch.utils.data.DataLoader, *, target_epsilon: float,
+                 target_delta: float, epochs: float, max_grad_norm="certified",
+                 loss: BoundedLoss | None = None, classical_max_grad_norm: float | None = None,
+                 credit: str = "none", beta: float = 0.0, adjacency: str = "add_remove",
+                 accountant: str = "rdp", variance_floor: float = 0.0,
+                 variance_floor_source: str = "declared", recorder: ShotRecorder | None = None,
+                 proven_epsilon_factor: float = DEFAULT_PROVEN_EPSILON_FACTOR,
+                 strict: bool = False, adaptive_clipping: dict | None = None,
+                 seed: int | None = None, secure_mode: bool = False, jacobian_bound=None,
+                 loss_reduction: str = "mean", preprocessing_note: str | None = None):
+    r"""Make a quantum or hybrid model, its optimizer and data loader private (Opacus).
+
+    Args:
+        module: a ``torch.nn.Module``; its TorchLayers' QNodes must use
+            :func:`~pennylane_qshiftdp.param_shift`; other trainable layers must be supported
+            by Opacus.
+        optimizer: a ``torch.optim.Optimizer`` over the module's trainable parameters.
+        data_loader: a loader over a map-style dataset of ``(x, y)``; ``1/len(data_loader)``
+            is the Poisson sampling rate q (Opacus's convention).
+        target_epsilon: ε > 0 (nats). target_delta: δ ∈ (0, 1), well below 1/N.
+        epochs: training epochs (T = ⌈epochs / q⌉ steps).
+        max_grad_norm: ``"certified"`` (default: C = the a-priori bound Δ of the declared
+            ``loss``; needs exactly one TorchLayer), a positive float (DP-SGD clipping of all
+            parameters at C) or ``"adaptive"`` (quantile clipping, Andrew et al.).
+        loss: the :class:`~pennylane_qshiftdp.losses.BoundedLoss` whose gradient bound enters
+            Δ (``"certified"`` only; default linear). Any loss may be back-propagated: a
+            wrong declaration only makes clips bind (counted, or raised with ``strict``).
+        classical_max_grad_norm: clip norm of the trainable classical parameters of a hybrid
+            model under ``"certified"`` (per-layer clipping; the noise uses
+            :math:`\sqrt{\Delta^2 + C_{cl}^2}`).
+        credit: shot-noise credit mode (``"certified"`` only); beta: its failure probability.
+        adjacency: ``"add_remove"`` or ``"replace_one"`` (doubles Δ).
+        accountant: ``"rdp"`` (default) or ``"prv"``.
+        variance_floor: lower bound :math:`v_{\min}` on every circuit's single-shot variance.
+        variance_floor_source: ``"proven"`` (from :func:`qprldp_core.certify_device`) or
+            ``"declared"``.
+        recorder: the :class:`~.ShotRecorder` attached to the QNode (required for a credit).
+        proven_epsilon_factor: κ > 1; with a credit the artificial noise never drops below the
+            level whose ε alone is κ × ``target_epsilon``, so the proven ε stays ≤ κ·ε.
+        strict: raise :class:`SensitivityError` when a certified clip binds.
+        adaptive_clipping: settings of ``"adaptive"`` (``target_unclipped_quantile``,
+            ``clipbound_learning_rate``, ``min_clipbound``, ``max_clipbound``,
+            ``initial_clipbound``, ``unclipped_num_std``).
+        seed: seeds Poisson sampling and DP noise (the device carries its own seed).
+        secure_mode: DP noise from the OS's CSPRNG (refuses ``seed``).
+        jacobian_bound: passed to :func:`~pennylane_qshiftdp.sensitivity`.
+        loss_reduction: ``"mean"`` (the loop back-propagates a batch mean) or ``"sum"``.
+        preprocessing_note: which data-dependent preprocessing is not protected.
+
+    Returns:
+        tuple: ``(GradSampleModule, QShiftDPOptimizer, DPDataLoader)``; ``optimizer.ledger``
+        holds the accounting and ``optimizer.sensitivity`` the certified bound (or ``None``).
+
+    Raises:
+        ValueError: for invalid privacy parameters or settings.
+        SensitivityError: for a QNode whose diff method is not the private transform, a
+            trainable parameter without per-example gradients, or an unboundable circuit
+            under ``"certified"``.
+        NotImplementedError: for a credit mode without certified clipping.
+
+    Example:
+        >>> from pennylane_qshiftdp.models import make_qnode
+        >>> layer = qml.qnn.TorchLayer(make_qnode(2, 1, device="default.qubit", shots=None),
+        ...                            {"weights": (1, 2, 3)})
+        >>> data = torch.utils.data.TensorDataset(torch.zeros(20, 2), torch.ones(20))
+        >>> loader = torch.utils.data.DataLoader(data, batch_size=5)
+        >>> model, opt, loader = make_private(layer, torch.optim.SGD(layer.parameters(), lr=0.1),
+        ...     loader, target_epsilon=1.0, target_delta=1e-5, epochs=1, seed=0)
+        >>> round(opt.max_grad_norm, 6)  # Δ of ⟨Z0⟩ with 6 weights, linear loss
+        2.44949
+    """
+    check_epsilon(target_epsilon, "target_epsilon")
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"`optimizer` must be a torch.optim.Optimizer. Found "
+                        f"{type(optimizer).__name__}.")
+    if secure_mode and seed is not None:
+        raise ValueError("secure_mode draws DP noise from the OS's CSPRNG and refuses `seed`.")
+    if variance_floor_source not in ("proven", "declared"):
+        raise ValueError(f"`variance_floor_source` must be 'proven' or 'declared'. Found "
+                         f"{variance_floor_source!r}.")
+    if isinstance(max_grad_norm, str):
+        if max_grad_norm not in CLIP_MODES:
+            raise ValueError(f"`max_grad_norm` must be one of {CLIP_MODES} or a positive float. "
+                             f"Found {max_grad_norm!r}.")
+    else:
+        check_positive_float(max_grad_norm, "max_grad_norm")
+    if isinstance(module, GradSampleModule):
+        module = module._module
+    layers = _torch_layers(module)
+    _check_supported(module, layers)
+    trainable = [p for p in module.parameters() if p.requires_grad]
+    opt_params = {id(p) for g in optimizer.param_groups for p in g["params"]}
+    if not opt_params or not opt_params <= {id(p) for p in trainable}:
+        raise ValueError("`optimizer` must optimise (some of) the module's trainable "
+                         "parameters, and only those.")
+    quantum = {id(p) for layer in layers for p in layer.parameters() if p.requires_grad}
+    classical = [p for p in trainable if id(p) not in quantum]
+
+    dataset = data_loader.dataset
+    n = len(dataset)
+    batch_size = data_loader.batch_size
+    if batch_size is None or batch_size < 1:
+        raise ValueError(f"`data_loader` must have a positive batch_size. Found {batch_size}.")
+    if batch_size >= n:
+        warnings.warn(
+            f"The loader's batch_size ({batch_size}) is not below the data set size ({n}): the "
+            f"sampling rate is q = 1, so there is no privacy amplification by sampling.",
+            PrivacyWarning, stacklevel=2)
+    sample_rate = 1.0 / len(data_loader)
+    expected_batch_size = sample_rate * n
+    steps = epochs_to_steps(epochs=epochs, sample_rate=sample_rate)
+
+    sens: Sensitivity | None = None
+    clip_groups = None
+    clip_info: dict
+    if max_grad_norm == "adaptive" and credit == "none":
+        if len(layers) == 1 and not classical and (adaptive_clipping or {}).get(
+                "initial_clipbound") is None:
+            try:  # the certified bound is a natural first clip norm; any value is private
+                sens = _layer_sensitivity(module, layers[0], dataset[0][0],
+                                          loss=loss or LinearLoss(), adjacency=adjacency,
+                                          jacobian_bound=jacobian_bound)
+            except (SensitivityError, ValueError, NotImplementedError):
+                sens = None
+    elif max_grad_norm == "certified" or credit != "none":
+        if len(layers) != 1:
+            raise ValueError(f"max_grad_norm='certified' needs exactly one TorchLayer. Found "
+                             f"{len(layers)}; pass a float clip norm instead.")
+        loss = LinearLoss() if loss is None else loss
+        sens = _layer_sensitivity(module, layers[0], dataset[0][0], loss=loss,
+                                  adjacency=adjacency, jacobian_bound=jacobian_bound)
+    if loss is not None and max_grad_norm != "certified":
+        warnings.warn("`loss` is used only with max_grad_norm='certified'; the clip norm bounds "
+                      "the gradients here.", PrivacyWarning, stacklevel=2)
+    adaptive = None
+    if max_grad_norm == "certified":
+        quantum_params = [p for p in trainable if id(p) in quantum]
+        if classical:
+            if classical_max_grad_norm is None:
+                raise ValueError(
+                    f"max_grad_norm='certified' bounds the quantum weights only; the "
+                    f"{len(classical)} trainable classical parameter tensors need "
+                    f"`classical_max_grad_norm` (per-layer clipping), or pass one float "
+                    f"`max_grad_norm` to clip everything."
+                )
+            check_positive_float(classical_max_grad_norm, "classical_max_grad_norm")
+            clip_groups = [(quantum_params, sens.delta), (classical, classical_max_grad_norm)]
+        clip = (math.hypot(sens.delta, classical_max_grad_norm) if classical else sens.delta)
+        clip_info = {"mode": "certified", "delta": sens.delta,
+                     "classical_max_grad_norm": classical_max_grad_norm,
+                     "description": "C = the certified a-priori bound Δ of the parameter-shift "
+                     "gradient" + (f" combined with C_classical = {classical_max_grad_norm:g}"
+                                   if classical else "") + "; a binding clip is reported"}
+    elif max_grad_norm == "adaptive":
+        adaptive = dict(adaptive_clipping or {})
+        clip = float(adaptive.pop("initial_clipbound", sens.delta if sens else 1.0))
+        clip_info = {"mode": "adaptive", "initial_clip_norm": clip,
+                     "description": "adaptive quantile clipping (Andrew et al., "
+                     "arXiv:1905.03871); the clip norm changes every step"}
+    else:
+        clip = float(max_grad_norm)
+        clip_info = {"mode": "fixed", "clip_norm": clip,
+                     "description": f"fixed clip norm C = {clip:g} (DP-SGD)"}
+        if sens is not None:
+            clip_info["delta"] = sens.delta
+    if credit != "none" and max_grad_norm != "certified":
+        raise NotImplementedError(
+            f"credit={credit!r} needs max_grad_norm='certified': the credit counts the shot "
+            f"noise of unclipped gradients."
+        )
+    if credit != "none" and (classical or len(layers) != 1):
+        raise NotImplementedError(f"credit={credit!r} supports one TorchLayer and no trainable "
+                                  f"classical parameters.")
+    if credit in ("adaptive", "isotropic") and not layers[0].qnode.shots:
+        raise ValueError(f"credit={credit!r} needs finite shots; the QNode has shots=None.")
+    if sens is not None:
+        max_variance = max(((hi - lo) / 2.0) ** 2 for lo, hi in sens.observable_ranges)
+        if not (0.0 <= variance_floor <= max_variance):
+            raise ValueError(
+                f"`variance_floor` must be in [0, {max_variance:g}] (no single-shot variance of "
+                f"the measured observables can exceed (λmax − λmin)²/4). Found "
+                f"{variance_floor!r}."
+            )
+
+    sigma = calibrate_noise_multiplier(target_epsilon=target_epsilon, target_delta=target_delta,
+                                       sample_rate=sample_rate, steps=steps,
+                                       accountant=accountant)
+    floor = None
+    if credit != "none":
+        if not (math.isfinite(proven_epsilon_factor) and proven_epsilon_factor > 1.0):
+            raise ValueError(
+                f"`proven_epsilon_factor` must be a finite number above 1 (the proven ε may "
+                f"exceed the target by at most this factor when shot noise is credited). Found "
+                f"{proven_epsilon_factor!r}."
+            )
+        floor = calibrate_noise_multiplier(
+            target_epsilon=proven_epsilon_factor * target_epsilon, target_delta=target_delta,
+            sample_rate=sample_rate, steps=steps, accountant=accountant)
+    extra = {
+        "clipping": clip_info,
+        "variance_floor": variance_floor,
+        "variance_floor_source": variance_floor_source,
+        "randomness": _randomness(secure_mode, seed),
+        "planned_steps": steps,
+    }
+    if sens is not None:
+        extra["sensitivity"] = sens.as_dict()
+    if floor is not None:
+        extra["noise_floor_multiplier"] = floor
+        extra["proven_epsilon_factor"] = proven_epsilon_factor
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", PrivacyWarning)
+        ledger = PrivacyLedger(
+            target_epsilon=target_epsilon, target_delta=target_delta, noise_multiplier=sigma,
+            sample_rate=sample_rate, sensitivity=clip, adjacency=adjacency, credit_mode=credit,
+            beta=beta, accountant=accountant, dataset_size=n,
+            preprocessing_note=preprocessing_note, extra=extra,
+        )
+    gen = None
+    if not secure_mode:
+        gen = torch.Generator()
+        gen.manual_seed(seed if seed is not None else int.from_bytes(os.urandom(8), "big") >> 1)
+    # Secure mode (or no seed): the Poisson-sampling seed comes from the OS's CSPRNG.
+    loader_seed = seed + 1 if seed is not None else int.from_bytes(os.urandom(8), "big") >> 1
+    loader_gen = torch.Generator().manual_seed(loader_seed)
+    dp_loader = DPDataLoader.from_data_loader(data_loader, generator=loader_gen)
+    gs_module = GradSampleModule(module, batch_first=True, loss_reduction=loss_reduction)
+    private_opt = QShiftDPOptimizer(
+        optimizer, noise_multiplier=sigma, max_grad_norm=clip,
+        expected_batch_size=expected_batch_size, clip_groups=clip_groups,
+        certified=max_grad_norm == "certified", strict=strict, credit=credit,
+        credit_layer=layers[0] if credit != "none" else None, recorder=recorder, beta=beta,
+        steps=steps, variance_floor=variance_floor, noise_floor_multiplier=floor,
+        adaptive_clipping=adaptive, generator=gen, secure_mode=secure_mode, ledger=ledger,
+        loss_reduction=loss_reduction,
+    )
+    private_opt.sensitivity = sens
+    return gs_module, private_opt, dp_loader

@@ -1,0 +1,490 @@
+r"""Per-example parameter-shift Jacobians of ``TorchLayer``\ s, and Opacus's grad sampler for them.
+
+Opacus computes per-example gradients layer by layer: for each layer type it needs a *grad
+sampler* ``f(layer, activations, backprops) -> {parameter: per-example gradient}``. For a
+:class:`pennylane.qnn.TorchLayer` whose QNode uses :func:`~pennylane_qshiftdp.param_shift`,
+the per-example gradient of the quantum weights is
+
+.. math::
+
+    g_j = \sum_m \frac{\partial \ell_j}{\partial f_m}\,
+          \nabla_\theta \hat f_m(x_j;\theta)
+        = \sum_m b_{jm} \sum_i \hat J_{jmi}\, C_{i\cdot},
+
+with :math:`b_{jm}` Opacus's backprops, :math:`\hat J_{jmi} = \sum_t c_{it}\hat\mu_{jmt}` the
+parameter-shift estimate of :math:`\partial f_m/\partial\varphi_i` for example :math:`j` and
+:math:`C = \partial\varphi/\partial\theta` the classical Jacobian from the weights to the gate
+parameters.
+
+One evaluation per step. When a TorchLayer's QNode uses the private transform, its forward
+pass (with gradients enabled) executes the forward circuit and *all* shifted circuits of *all*
+examples in one :func:`pennylane.execute` call: the inputs are broadcast over the batch, so each
+shifted circuit is one broadcast tape. The per-example Jacobians are kept for the backward pass
+(whose vector-Jacobian product then runs no circuit) and for the grad sampler. Shift rules,
+light-cone pruning and post-processing are PennyLane's (through
+:func:`~pennylane_qshiftdp.param_shift`); shot statistics are recorded per example when a
+:class:`~.ShotRecorder` is attached.
+
+Gradients with respect to broadcast inputs (a trainable classical layer before the TorchLayer)
+are supported: PennyLane's ``param_shift`` refuses them (pennylane#4462), so the shifts are read
+off PennyLane's shifted tapes of one unbroadcast example and applied to the broadcast tape; a
+shift rule that is not a pure additive shift is refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pennylane as qml
+import torch
+from opacus.grad_sample import register_grad_sampler
+
+from . import _compat
+from .exceptions import SensitivityError
+from .shot_statistics import ShotRecorder, active_recorder
+from .transform import (
+    _TRANSFORM_NAME,
+    _expand,
+    _pennylane_tapes,
+    _plan_for,
+    _post_process_recording,
+    _rewrite,
+    param_shift,
+)
+
+__all__ = [
+    "LayerEvaluation",
+    "check_private_qnode",
+    "evaluate_layer",
+    "torch_layer_grad_sampler",
+]
+
+# Offset applied to broadcast parameters to check that a shift rule is a pure additive shift.
+_ADDITIVITY_PROBE = 0.3713
+# Shifts read off two representative tapes must agree to this tolerance.
+_SHIFT_ATOL = 1e-12
+# Largest number of pending forward evaluations kept per layer (forwards without a backward).
+_MAX_PENDING = 16
+
+
+def _diff_method_name(qnode) -> str:
+    dm = qnode.diff_method
+    return getattr(dm, "__name__", None) or str(dm)
+
+
+def check_private_qnode(qnode) -> None:
+    r"""Refuse a QNode whose gradient is not the private parameter-shift transform.
+
+    Only :func:`~pennylane_qshiftdp.param_shift` gives per-example gradients with an a-priori
+    bound and shot statistics; ``finite-diff``, ``backprop``, ``adjoint``, ``spsa`` and
+    PennyLane's own ``param_shift`` do not (a finite-difference gradient of a shot estimate
+    scales like 1/h).
+
+    Args:
+        qnode: a :class:`pennylane.QNode`.
+
+    Raises:
+        TypeError: if ``qnode`` is not a QNode.
+        SensitivityError: if its ``diff_method`` is not ``pennylane_qshiftdp.param_shift``, or
+            its gradient keyword arguments ask for a finite-difference fallback.
+
+    Example:
+        >>> dev = qml.device("default.qubit", wires=1)
+        >>> qn = qml.QNode(lambda inputs, w: qml.expval(qml.Z(0)), dev,
+        ...                diff_method="finite-diff")
+        >>> check_private_qnode(qn)
+        Traceback (most recent call last):
+        ...
+        pennylane_qshiftdp.exceptions.SensitivityError: ...
+    """
+    if not isinstance(qnode, qml.QNode):
+        raise TypeError(f"`qnode` must be a pennylane.QNode. Found {type(qnode).__name__}.")
+    if qnode.diff_method is not param_shift:
+        raise SensitivityError(
+            f"The QNode uses diff_method={_diff_method_name(qnode)!r}, whose per-example "
+            f"gradients have no a-priori bound and no shot statistics. Construct it with "
+            f"`diff_method=pennylane_qshiftdp.param_shift` (a drop-in replacement for "
+            f"qml.gradients.param_shift)."
+        )
+    if qnode.gradient_kwargs.get("fallback_fn") is not None:
+        raise SensitivityError(
+            "The QNode's gradient_kwargs set `fallback_fn`: a finite-difference fallback has "
+            "no a-priori bound. Remove it."
+        )
+
+
+@dataclasses.dataclass
+class LayerEvaluation:
+    r"""One batched evaluation of a TorchLayer: outputs and per-example Jacobians.
+
+    Attributes:
+        outputs: layer outputs, shape ``(B, n_out)`` (float64).
+        jacobian: :math:`\hat J`, per-example derivatives of the outputs with respect to the
+            differentiated gate parameters, shape ``(B, n_out, n_diff)`` (float64).
+        weight_rows: positions (in the last axis of ``jacobian``) of gate parameters that
+            depend on the weights.
+        weight_jacobian: :math:`C`, shape ``(len(weight_rows), P)``: derivative of those gate
+            parameters with respect to the flattened weights (data-independent).
+        input_rows: positions of gate parameters that depend on the inputs (only when input
+            gradients were requested).
+        input_jacobians: per input row, :math:`\partial\varphi_i[b]/\partial x[b]`, shape
+            ``(B, n_in)``.
+        inputs_ptr: ``data_ptr`` and shape of the inputs (to match Opacus's activations).
+        single_output: the QNode returns one scalar (``expval``/``var``) per example, so the
+            TorchLayer returns shape ``(B,)``.
+    """
+
+    outputs: torch.Tensor
+    jacobian: torch.Tensor
+    weight_rows: list
+    weight_jacobian: torch.Tensor
+    input_rows: list
+    input_jacobians: list
+    inputs_ptr: tuple
+    single_output: bool
+
+    def parameter_vjp(self, cotangent: torch.Tensor) -> torch.Tensor:
+        """Per-example ``Σ_m cotangent[b, m] J[b, m, :]``, shape ``(B, n_diff)``."""
+        b = self.jacobian.shape[0]
+        return torch.einsum("bo,boi->bi", cotangent.reshape(b, -1).double(), self.jacobian)
+
+    def per_example_weight_grads(self, cotangent: torch.Tensor) -> torch.Tensor:
+        """Per-example gradients of the flattened weights, shape ``(B, P)``."""
+        v = self.parameter_vjp(cotangent)
+        return v[:, self.weight_rows] @ self.weight_jacobian
+
+
+def _num_outputs(mp) -> int:
+    if isinstance(mp, (qml.measurements.ExpectationMP, qml.measurements.VarianceMP)):
+        return 1
+    if isinstance(mp, qml.measurements.ProbabilityMP):
+        return 2 ** len(mp.wires)
+    raise NotImplementedError(
+        f"{_TRANSFORM_NAME}: a TorchLayer measurement {mp} has no parameter-shift gradient."
+    )
+
+
+def _flat(results, batch: int, num_meas: int) -> np.ndarray:
+    """Results of one broadcast tape -> array ``(B, n_out)`` (TorchLayer's hstack order)."""
+    parts = [results] if num_meas == 1 else list(results)
+    return np.concatenate(
+        [np.asarray(qml.math.toarray(r), dtype=float).reshape(batch, -1) for r in parts], axis=1
+    )
+
+
+def _jacobian_array(grad, batch: int, num_meas: int, num_params: int) -> np.ndarray:
+    """PennyLane's gradient structure (with a trailing batch axis) -> ``(B, n_out, n_params)``."""
+    per_meas = [grad] if num_meas == 1 else list(grad)
+    blocks = []
+    for g in per_meas:
+        per_param = [g] if num_params == 1 else list(g)
+        cols = [np.asarray(qml.math.toarray(a), dtype=float) for a in per_param]
+        # each column: (B,) or (d, B) for probs -> (B, d)
+        cols = [c.reshape(-1, batch).T if c.ndim > 1 else c.reshape(batch, 1) for c in cols]
+        blocks.append(np.stack(cols, axis=-1))  # (B, d_m, n_params)
+    return np.concatenate(blocks, axis=1)
+
+
+def _param_dependencies(params, x_leaf, w_leaves):
+    """For every tape parameter: (depends on inputs, row of ∂φ/∂θ or None, ∂φ[b]/∂x[b])."""
+    deps = []
+    leaves = [x_leaf, *w_leaves]
+    for p in params:
+        if not (isinstance(p, torch.Tensor) and p.requires_grad):
+            deps.append((False, None, None))
+            continue
+        grads = torch.autograd.grad(p.sum(), leaves, retain_graph=True, allow_unused=True)
+        gx, gws = grads[0], grads[1:]
+        on_x = gx is not None and bool(torch.any(gx != 0))
+        on_w = any(g is not None and bool(torch.any(g != 0)) for g in gws)
+        if on_x and on_w:
+            raise NotImplementedError(
+                "A gate parameter depends on both the inputs and the weights (e.g. RX(w * x)): "
+                "its per-example gradient with respect to the weights is data dependent. Use "
+                "separate gates for data and weights (data re-uploading: RX(x) RX(w))."
+            )
+        row = None
+        if on_w:
+            if p.ndim != 0:
+                raise NotImplementedError(
+                    f"A weight-dependent gate parameter of shape {tuple(p.shape)} is "
+                    f"broadcast; only scalar weight parameters are supported."
+                )
+            row = torch.cat([
+                (g if g is not None else torch.zeros_like(w)).reshape(-1).double()
+                for g, w in zip(gws, w_leaves, strict=True)
+            ])
+        deps.append((on_x, row, gx.detach().double() if on_x else None))
+    return deps
+
+
+def _unbroadcast(params, broadcast, offset=0.0):
+    """Parameters of the first batch element (broadcast ones sliced), plus ``offset``."""
+    return [float(np.asarray(p).reshape(-1)[0]) + offset if i in broadcast else p
+            for i, p in enumerate(params)]
+
+
+def _shifts(rep_tape, tapes):
+    """Per shifted tape, the parameter offsets relative to ``rep_tape`` (a list of arrays)."""
+    base = [np.asarray(p, dtype=float) for p in rep_tape.get_parameters(trainable_only=False)]
+    return [[np.asarray(p, dtype=float) - b
+             for p, b in zip(t.get_parameters(trainable_only=False), base, strict=True)]
+            for t in tapes]
+
+
+def _recorder_of(qnode) -> ShotRecorder | None:
+    rec = qnode.gradient_kwargs.get("recorder")
+    return rec if rec is not None else active_recorder()
+
+
+def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
+                   input_grad: bool = False) -> LayerEvaluation:
+    r"""Outputs and per-example parameter-shift Jacobians of a TorchLayer, in one execution.
+
+    Args:
+        layer: a :class:`pennylane.qnn.TorchLayer` whose QNode uses
+            :func:`~pennylane_qshiftdp.param_shift`.
+        inputs: the batch, shape ``(B, n_in)``, ``B ≥ 1``.
+        input_grad: also differentiate with respect to the inputs (a trainable classical
+            layer feeds the TorchLayer).
+
+    Returns:
+        LayerEvaluation: outputs ``(B, n_out)`` and Jacobians (see its attributes).
+
+    Raises:
+        SensitivityError: for a QNode whose diff method is not the private transform.
+        NotImplementedError: for shot vectors, a QNode that produces several tapes, a gate
+            parameter depending on both inputs and weights, or a shift rule that is not an
+            additive shift of a broadcast input parameter.
+
+    Example:
+        >>> from pennylane_qshiftdp.models import make_qnode
+        >>> layer = qml.qnn.TorchLayer(make_qnode(2, 1, device="default.qubit", shots=None),
+        ...                            {"weights": (1, 2, 3)})
+        >>> ev = evaluate_layer(layer, torch.zeros(3, 2, dtype=torch.float64))
+        >>> tuple(ev.outputs.shape), tuple(ev.jacobian.shape)
+        ((3, 1), (3, 1, 6))
+    """
+    qnode = layer.qnode
+    check_private_qnode(qnode)
+    if inputs.ndim != 2 or inputs.shape[0] < 1:
+        raise ValueError(f"`inputs` must have shape (B, n_in) with B >= 1. Found "
+                         f"{tuple(inputs.shape)}.")
+    batch = int(inputs.shape[0])
+    names = list(layer.qnode_weights)
+    w_leaves = [layer.qnode_weights[k].detach().double().requires_grad_(True) for k in names]
+    x_leaf = inputs.detach().double().requires_grad_(True)
+    kwargs = {layer.input_arg: x_leaf, **dict(zip(names, w_leaves, strict=True))}
+    tapes, _ = qml.workflow.construct_batch(qnode, level="gradient")(**kwargs)
+    if len(tapes) != 1:
+        raise NotImplementedError(
+            f"A TorchLayer QNode that produces {len(tapes)} tapes is not supported by the "
+            f"per-example evaluation; use a QNode whose transforms produce one tape."
+        )
+    [tape], _ = _expand(tapes[0])
+    if tape.shots.has_partitioned_shots:
+        raise NotImplementedError(
+            f"Shot vectors are not supported for per-example gradients (found {tape.shots})."
+        )
+    params = tape.get_parameters(trainable_only=False)
+    deps = _param_dependencies(params, x_leaf, w_leaves)
+    w_idx = [i for i, (_, row, _) in enumerate(deps) if row is not None]
+    x_idx = [i for i, (on_x, _, _) in enumerate(deps) if on_x] if input_grad else []
+    diff_idx = sorted(w_idx + x_idx)
+    broadcast = {i for i, (on_x, _, _) in enumerate(deps) if on_x}
+    single_output = len(tape.measurements) == 1 and _num_outputs(tape.measurements[0]) == 1
+
+    np_params = [np.asarray(p.detach().numpy() if isinstance(p, torch.Tensor) else p)
+                 for p in params]
+    fwd = tape.bind_new_parameters(np_params, list(range(len(np_params))))
+    # Broadcast tapes with batch size 1 keep their batch axis; an unbroadcast tape (every
+    # gate parameter scalar) is evaluated once and shared by the batch.
+    num_meas = len(tape.measurements)
+    weight_rows = [diff_idx.index(i) for i in w_idx]
+    input_rows = [diff_idx.index(i) for i in x_idx]
+    total = sum(p.numel() for p in w_leaves)
+    wjac = (torch.stack([deps[i][1] for i in w_idx]) if w_idx
+            else torch.zeros(0, total, dtype=torch.float64))
+    input_jacs = [deps[i][2].reshape(batch, -1) for i in x_idx]
+
+    device = qnode.device
+    if not diff_idx:
+        [res] = qml.execute([fwd], device, diff_method=None)
+        out = _flat(res, batch if fwd.batch_size else 1, num_meas)
+        out = np.broadcast_to(out, (batch, out.shape[1]))
+        return LayerEvaluation(torch.as_tensor(out.copy()), torch.zeros(batch, out.shape[1], 0,
+                               dtype=torch.float64), [], wjac, [], [],
+                               (inputs.data_ptr(), tuple(inputs.shape)), single_output)
+
+    rep = fwd.bind_new_parameters(_unbroadcast(np_params, broadcast), list(range(len(np_params))))
+    rep.trainable_params = diff_idx
+    g_tapes, fn = _pennylane_tapes(rep)
+    shifts = _shifts(rep, g_tapes)
+    if x_idx:
+        rep2 = fwd.bind_new_parameters(_unbroadcast(np_params, broadcast, _ADDITIVITY_PROBE),
+                                       list(range(len(np_params))))
+        rep2.trainable_params = diff_idx
+        g2, _ = _pennylane_tapes(rep2)
+        for s1, s2 in zip(shifts, _shifts(rep2, g2), strict=True):
+            if any(not np.allclose(a, b, atol=_SHIFT_ATOL) for a, b in zip(s1, s2, strict=True)):
+                raise NotImplementedError(
+                    "A shift rule of a broadcast input parameter is not a pure additive shift; "
+                    "per-example input gradients are not supported for it."
+                )
+    shifted = [fwd.bind_new_parameters([p + d for p, d in zip(np_params, s, strict=True)],
+                                       list(range(len(np_params)))) for s in shifts]
+    recorder = _recorder_of(qnode)
+    if recorder is not None:
+        if not tape.shots:
+            raise ValueError(
+                "Shot statistics were requested (a ShotRecorder is attached) but the circuit "
+                "is analytic (shots=None); set finite shots on the QNode or detach the recorder."
+            )
+        plans = [_plan_for(mp.obs) for mp in tape.measurements]
+        shifted, per_tape = _rewrite(shifted, plans, tape.shots)
+    results = qml.execute([fwd, *shifted], device, diff_method=None)
+    res_batch = batch if fwd.batch_size else 1
+    out = _flat(results[0], res_batch, num_meas)
+    if recorder is not None:
+        rep_b = rep.copy()
+        grad = _post_process_recording(results[1:], tape=rep_b, plans=plans,
+                                       num_tapes=len(g_tapes), per_tape=per_tape, fn=fn,
+                                       recorder=recorder)
+    else:
+        grad = fn(results[1:])
+    jac = _jacobian_array(grad, res_batch, num_meas, len(diff_idx))
+    if res_batch != batch:
+        out = np.broadcast_to(out, (batch, out.shape[1])).copy()
+        jac = np.broadcast_to(jac, (batch, *jac.shape[1:])).copy()
+    return LayerEvaluation(
+        outputs=torch.as_tensor(out),
+        jacobian=torch.as_tensor(jac),
+        weight_rows=weight_rows,
+        weight_jacobian=wjac,
+        input_rows=input_rows,
+        input_jacobians=input_jacs,
+        inputs_ptr=(inputs.data_ptr(), tuple(inputs.shape)),
+        single_output=single_output,
+    )
+
+
+class _FusedLayerFunction(torch.autograd.Function):
+    """Outputs from a :class:`LayerEvaluation`; backward from its cached Jacobians."""
+
+    @staticmethod
+    def forward(ctx, ev, x, *weights):
+        ctx.ev = ev
+        ctx.weight_meta = [(w.shape, w.dtype) for w in weights]
+        ctx.x_dtype = x.dtype
+        return ev.outputs.to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        ev = ctx.ev
+        v = ev.parameter_vjp(grad_out)  # (B, n_diff)
+        grad_x = None
+        if ctx.needs_input_grad[1] and ev.input_rows:
+            grad_x = sum(v[:, r:r + 1] * dj for r, dj in zip(ev.input_rows, ev.input_jacobians,
+                                                              strict=True)).to(ctx.x_dtype)
+        flat = v[:, ev.weight_rows].sum(dim=0) @ ev.weight_jacobian
+        grads, offset = [], 0
+        for shape, dtype in ctx.weight_meta:
+            n = int(np.prod(shape)) if len(shape) else 1
+            grads.append(flat[offset:offset + n].reshape(shape).to(dtype))
+            offset += n
+        return (None, grad_x, *grads)
+
+
+def _empty_output(layer, inputs):
+    """Zero-row output connected to the weights (Poisson sampling draws empty batches)."""
+    names = list(layer.qnode_weights)
+    x0 = torch.zeros(inputs.shape[-1], dtype=torch.float64)
+    kwargs = {layer.input_arg: x0, **{k: layer.qnode_weights[k].detach() for k in names}}
+    tapes, _ = qml.workflow.construct_batch(layer.qnode, level="user")(**kwargs)
+    mps = tapes[0].measurements
+    n_out = sum(_num_outputs(mp) for mp in mps)
+    zero = sum((w * 0).sum() for w in layer.qnode_weights.values())
+    out = torch.zeros(0, n_out, dtype=inputs.dtype) + zero.to(inputs.dtype)
+    return out.reshape(0) if len(mps) == 1 and n_out == 1 else out
+
+
+def fused_evaluate_qnode(layer, x):
+    """Replacement of ``TorchLayer._evaluate_qnode`` for QNodes using the private transform.
+
+    Returns ``None`` outside autograd (``torch.no_grad()``, or frozen weights and inputs): the
+    caller then evaluates the QNode as PennyLane does. With gradients it executes forward and
+    shifted circuits together and keeps the per-example Jacobians for the backward pass and
+    Opacus's grad sampler. An empty batch returns a zero-row output without executing anything.
+    """
+    single = x.ndim == 1
+    xb = x.reshape(1, -1) if single else x
+    if xb.shape[0] == 0:
+        return _empty_output(layer, xb)
+    weights = list(layer.qnode_weights.values())
+    if not (torch.is_grad_enabled()
+            and (x.requires_grad or any(w.requires_grad for w in weights))):
+        return None
+    ev = evaluate_layer(layer, xb, input_grad=bool(x.requires_grad))
+    if layer.training:
+        pending = layer.__dict__.setdefault("_qshiftdp_pending", [])
+        pending.append(ev)
+        del pending[:-_MAX_PENDING]
+    out = _FusedLayerFunction.apply(ev, xb, *weights)
+    if ev.single_output:
+        out = out.reshape(-1)
+    return out[0] if single else out
+
+
+def _pop_evaluation(layer, inputs: torch.Tensor) -> LayerEvaluation | None:
+    pending = layer.__dict__.get("_qshiftdp_pending", [])
+    key = (inputs.data_ptr(), tuple(inputs.shape))
+    for i in range(len(pending) - 1, -1, -1):
+        if pending[i].inputs_ptr == key:
+            return pending.pop(i)
+    return None
+
+
+@register_grad_sampler(qml.qnn.TorchLayer)
+def torch_layer_grad_sampler(layer, activations, backprops):
+    r"""Opacus grad sampler for :class:`pennylane.qnn.TorchLayer` (registered on import).
+
+    Args:
+        layer: the TorchLayer (its QNode must use :func:`~pennylane_qshiftdp.param_shift`).
+        activations: Opacus's captured inputs, ``[x]`` with ``x`` of shape ``(B, n_in)``.
+        backprops: :math:`\partial\ell_j/\partial f_j` per example, shape ``(B, n_out)`` or
+            ``(B,)`` (already multiplied by the batch size for a mean-reduced loss).
+
+    Returns:
+        dict: per-example gradients ``{weight: tensor of shape (B, *weight.shape)}``.
+
+    Raises:
+        SensitivityError: if the QNode's diff method is not the private transform.
+    """
+    check_private_qnode(layer.qnode)
+    x = activations[0]
+    xb = x.reshape(-1, x.shape[-1]) if x.ndim != 2 else x
+    weights = dict(layer.qnode_weights)
+    layer.__dict__["_qshiftdp_backprops"] = backprops.detach().reshape(xb.shape[0], -1).double()
+    if xb.shape[0] == 0:
+        return {w: torch.zeros(0, *w.shape, dtype=w.dtype) for w in weights.values()
+                if w.requires_grad}
+    ev = _pop_evaluation(layer, x)
+    if ev is None:
+        ev = evaluate_layer(layer, xb)
+    layer.__dict__["_qshiftdp_last_evaluation"] = ev
+    flat = ev.per_example_weight_grads(backprops)  # (B, P)
+    out, offset = {}, 0
+    for w in weights.values():
+        n = w.numel()
+        if w.requires_grad:
+            out[w] = flat[:, offset:offset + n].reshape(xb.shape[0], *w.shape).to(w.dtype)
+        offset += n
+    return out
+
+
+def _uses_private_transform(layer) -> bool:
+    return getattr(layer.qnode, "diff_method", None) is param_shift
+
+
+_compat.install_torch_layer_evaluation(fused_evaluate_qnode, _uses_private_transform)
