@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
           epsilon   : 0.5 nats
           delta     : 0.33782 (exact)
           statement : the channel is (0.5, 0.33782)-QLDP, and no smaller delta holds (exact)
-          witness   : yes
+          witness   : available as `.witness` (ρ, σ) of shape 2×2; the pair attains delta
           reference : derived here (docs/qprldp.md, 'Global depolarizing'); QLDP via the
           hockey-stick divergence of Hirche, Rouzé, França arXiv:2202.10717 (v2) Def. 3.1;
           QPrLDP of Shi arXiv:2607.06307
