@@ -211,6 +211,66 @@ class ShotStatistics:
         for k in range(len(self)):
             yield {name: getattr(self, name)[k].item() for name in names}
 
+    def to_records(self) -> list[dict]:
+        r"""Plain records: one dict per row, with Python ``int``/``float`` values.
+
+        Keys are the field names (``shots``, ``mean``, ``variance``, ``fourth_moment``,
+        ``coefficient``, ``trainable_param``, ``batch_index``, ``shot_copy``, ``measurement``,
+        ``tape_index``) and ``call``, the index of the gradient call the row came from. The
+        records are JSON-serialisable and load into ``pandas.DataFrame(records)`` directly;
+        :meth:`from_records` inverts this exactly.
+
+        Returns:
+            A list of ``len(self)`` dicts, in row order.
+
+        Example:
+            >>> st = ShotStatistics(shots=[100], mean=[0.5], variance=[0.7575757575757576],
+            ...                     fourth_moment=[0.65625], coefficient=[0.5],
+            ...                     trainable_param=[0], batch_index=[0], shot_copy=[0],
+            ...                     measurement=[0], tape_index=[0])
+            >>> st.to_records()[0]["mean"], st.to_records()[0]["call"]
+            (0.5, 0)
+            >>> ShotStatistics.from_records(st.to_records()).to_records() == st.to_records()
+            True
+        """
+        return list(self.rows())
+
+    def to_dict_of_arrays(self) -> dict[str, np.ndarray]:
+        r"""Column form: field name (and ``call``) to a writable copy of its 1-D array.
+
+        ``ShotStatistics(**stats.to_dict_of_arrays())`` rebuilds the same statistics;
+        ``numpy.savez(path, **stats.to_dict_of_arrays())`` stores them.
+
+        Returns:
+            dict of ``int64`` (counts and indices) and ``float64`` (moments, coefficients)
+            arrays of length ``len(self)``.
+
+        Example:
+            >>> cols = ShotStatistics.empty().to_dict_of_arrays()
+            >>> sorted(cols)[:3], cols["shots"].dtype
+            (['batch_index', 'call', 'coefficient'], dtype('int64'))
+        """
+        return {name: getattr(self, name).copy() for name in (*_FIELDS, "call")}
+
+    @classmethod
+    def from_records(cls, records) -> ShotStatistics:
+        """Inverse of :meth:`to_records` (a missing ``call`` key means call 0).
+
+        Args:
+            records: iterable of dicts with every field of :meth:`to_records`.
+
+        Returns:
+            The :class:`ShotStatistics` with these rows, in order.
+
+        Raises:
+            KeyError: if a record lacks a field.
+        """
+        records = list(records)
+        if not records:
+            return cls.empty()
+        cols = {name: [rec[name] for rec in records] for name in _FIELDS}
+        return cls(**cols, call=[rec.get("call", 0) for rec in records])
+
     @classmethod
     def empty(cls) -> ShotStatistics:
         """Statistics with no rows."""
@@ -285,6 +345,31 @@ class ShotRecorder:
     def statistics(self) -> ShotStatistics:
         """All recorded rows, concatenated."""
         return ShotStatistics.concatenate(self._blocks)
+
+    def to_records(self) -> list[dict]:
+        r"""All recorded rows as plain dicts, one per row, with the gradient-call index ``call``.
+
+        Same keys and types as :meth:`ShotStatistics.to_records`; ``call`` counts the recorder's
+        gradient calls from 0 (reset by :meth:`clear`).
+
+        Returns:
+            A list of dicts, in recording order.
+
+        Example:
+            >>> rec = ShotRecorder()
+            >>> block = ShotStatistics(shots=[10, 10], mean=[0.2, -0.2], variance=[1.0, 1.0],
+            ...                        fourth_moment=[1.0, 1.0], coefficient=[0.5, -0.5],
+            ...                        trainable_param=[0, 0], batch_index=[0, 0],
+            ...                        shot_copy=[0, 0], measurement=[0, 0], tape_index=[0, 1])
+            >>> rec.add(block); rec.add(block)
+            >>> [(r["call"], r["tape_index"], r["mean"]) for r in rec.to_records()]
+            [(0, 0, 0.2), (0, 1, -0.2), (1, 0, 0.2), (1, 1, -0.2)]
+        """
+        return self.statistics.to_records()
+
+    def to_dict_of_arrays(self) -> dict[str, np.ndarray]:
+        """All recorded rows in column form (see :meth:`ShotStatistics.to_dict_of_arrays`)."""
+        return self.statistics.to_dict_of_arrays()
 
     def clear(self) -> None:
         """Forget everything recorded so far."""
