@@ -24,11 +24,19 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import pyplot, result_name, save_figure, table, write_result  # noqa: E402
 
-from pennylane_qshiftdp.calibration import (  # noqa: E402
-    calibrate_noise_multiplier,
-    compute_epsilon,
-)
-from pennylane_qshiftdp.noise import confidence_multiplier  # noqa: E402
+# Heavy libraries (torch, PennyLane, Opacus, SciPy; pennylane_qshiftdp and qprldp_core import
+# them) are bound by _import_heavy(), which main() calls after parsing the arguments, so that
+# `--help` and argument errors answer without loading them. Module-level names stay None
+# until then.
+calibrate_noise_multiplier = compute_epsilon = confidence_multiplier = None
+
+
+def _import_heavy() -> None:
+    """Import the heavy libraries into this module's namespace (idempotent)."""
+    global calibrate_noise_multiplier, compute_epsilon, confidence_multiplier
+    from pennylane_qshiftdp.calibration import calibrate_noise_multiplier, compute_epsilon
+    from pennylane_qshiftdp.noise import confidence_multiplier
+
 
 ACCOUNTANTS = ("rdp", "prv")
 
@@ -120,6 +128,7 @@ def main(argv=None):
     p.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--out", type=Path, default=None, help="output directory")
     args = p.parse_args(argv)
+    _import_heavy()
     args.quick = args.quick or args.tiny
     delta = 1e-5
     if args.tiny:

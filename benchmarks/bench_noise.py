@@ -39,26 +39,42 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import mean_std, pyplot, result_name, save_figure, table, write_result  # noqa: E402
 
-from pennylane_qshiftdp.calibration import (  # noqa: E402
-    calibrate_noise_multiplier,
-    compute_epsilon,
-    epochs_to_steps,
-)
-from pennylane_qshiftdp.data import load_dataset  # noqa: E402
-from pennylane_qshiftdp.engine import make_private  # noqa: E402
-from pennylane_qshiftdp.losses import LinearLoss  # noqa: E402
-from pennylane_qshiftdp.models import QuantumClassifier  # noqa: E402
-from pennylane_qshiftdp.noise import (  # noqa: E402
-    artificial_variance,
-    confidence_multiplier,
-    shot_noise_credit,
-)
-from pennylane_qshiftdp.shot_statistics import ShotRecorder  # noqa: E402
+# Heavy libraries (torch, PennyLane, Opacus, SciPy; pennylane_qshiftdp and qprldp_core import
+# them) are bound by _import_heavy(), which main() calls after parsing the arguments, so that
+# `--help` and argument errors answer without loading them. Module-level names stay None
+# until then.
+torch = calibrate_noise_multiplier = compute_epsilon = epochs_to_steps = load_dataset = None
+make_private = LinearLoss = QuantumClassifier = artificial_variance = None
+confidence_multiplier = shot_noise_credit = ShotRecorder = None
+
+
+def _import_heavy() -> None:
+    """Import the heavy libraries into this module's namespace (idempotent)."""
+    global torch, calibrate_noise_multiplier, compute_epsilon, epochs_to_steps, load_dataset
+    global make_private, LinearLoss, QuantumClassifier, artificial_variance
+    global confidence_multiplier, shot_noise_credit, ShotRecorder
+    import torch
+
+    from pennylane_qshiftdp.calibration import (
+        calibrate_noise_multiplier,
+        compute_epsilon,
+        epochs_to_steps,
+    )
+    from pennylane_qshiftdp.data import load_dataset
+    from pennylane_qshiftdp.engine import make_private
+    from pennylane_qshiftdp.losses import LinearLoss
+    from pennylane_qshiftdp.models import QuantumClassifier
+    from pennylane_qshiftdp.noise import (
+        artificial_variance,
+        confidence_multiplier,
+        shot_noise_credit,
+    )
+    from pennylane_qshiftdp.shot_statistics import ShotRecorder
+
 
 MODES = ("none", "depolarizing", "adaptive", "isotropic")
 DELTA, BETA, EPOCHS = 1e-5, 1e-3, 10
@@ -214,6 +230,7 @@ def main(argv=None):
     p.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--out", type=Path, default=None, help="output directory")
     args = p.parse_args(argv)
+    _import_heavy()
     args.quick = args.quick or args.tiny
     if args.tiny:
         cfg = {"device_ps": [0.0], "shots_list": [100], "batches": [8], "epsilons": [1.0],

@@ -29,9 +29,22 @@ from pathlib import Path
 
 import numpy as np
 
-from qprldp_core.certify import qldp_certificate, qprldp_certificate
-from qprldp_core.channels import Channel, depolarizing, local_depolarizing
-from qprldp_core.privacy import worst_case_search
+# Heavy libraries (torch, PennyLane, Opacus, SciPy; pennylane_qshiftdp and qprldp_core import
+# them) are bound by _import_heavy(), which main() calls after parsing the arguments, so that
+# `--help` and argument errors answer without loading them. Module-level names stay None
+# until then.
+qldp_certificate = qprldp_certificate = Channel = depolarizing = local_depolarizing = None
+worst_case_search = None
+
+
+def _import_heavy() -> None:
+    """Import the heavy libraries into this module's namespace (idempotent)."""
+    global qldp_certificate, qprldp_certificate, Channel, depolarizing, local_depolarizing
+    global worst_case_search
+    from qprldp_core.certify import qldp_certificate, qprldp_certificate
+    from qprldp_core.channels import Channel, depolarizing, local_depolarizing
+    from qprldp_core.privacy import worst_case_search
+
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -166,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, default=RESULTS_DIR, help="output directory")
     ns = ap.parse_args(argv)
+    _import_heavy()
     ns.quick = ns.quick or ns.tiny
     result = run(quick=ns.quick)
     ns.out.mkdir(parents=True, exist_ok=True)

@@ -22,17 +22,30 @@ import time
 import warnings
 from pathlib import Path
 
-import torch
-from opacus.data_loader import DPDataLoader
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import pyplot, result_name, save_figure, table, write_result  # noqa: E402
 
-from pennylane_qshiftdp.data import load_dataset  # noqa: E402
-from pennylane_qshiftdp.engine import make_private  # noqa: E402
-from pennylane_qshiftdp.losses import LinearLoss  # noqa: E402
-from pennylane_qshiftdp.models import QuantumClassifier  # noqa: E402
-from pennylane_qshiftdp.shot_statistics import ShotRecorder  # noqa: E402
+# Heavy libraries (torch, PennyLane, Opacus, SciPy; pennylane_qshiftdp and qprldp_core import
+# them) are bound by _import_heavy(), which main() calls after parsing the arguments, so that
+# `--help` and argument errors answer without loading them. Module-level names stay None
+# until then.
+torch = DPDataLoader = load_dataset = make_private = LinearLoss = QuantumClassifier = None
+ShotRecorder = None
+
+
+def _import_heavy() -> None:
+    """Import the heavy libraries into this module's namespace (idempotent)."""
+    global torch, DPDataLoader, load_dataset, make_private, LinearLoss, QuantumClassifier
+    global ShotRecorder
+    import torch
+    from opacus.data_loader import DPDataLoader
+
+    from pennylane_qshiftdp.data import load_dataset
+    from pennylane_qshiftdp.engine import make_private
+    from pennylane_qshiftdp.losses import LinearLoss
+    from pennylane_qshiftdp.models import QuantumClassifier
+    from pennylane_qshiftdp.shot_statistics import ShotRecorder
+
 
 
 def _dataset(n_train):
@@ -124,6 +137,7 @@ def main(argv=None):
     p.add_argument("--credits", nargs="+", default=None)
     p.add_argument("--out", type=Path, default=None, help="output directory")
     args = p.parse_args(argv)
+    _import_heavy()
     args.quick = args.quick or args.tiny
     if args.tiny:
         devices, shots, credits, repeats, batch, n_train = (["default.qubit"], [100],

@@ -25,13 +25,25 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pennylane as qml
-from pennylane import numpy as pnp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import pyplot, save_figure, table, write_result  # noqa: E402
 
-import pennylane_qshiftdp as qs  # noqa: E402
+# Heavy libraries (torch, PennyLane, Opacus, SciPy; pennylane_qshiftdp and qprldp_core import
+# them) are bound by _import_heavy(), which main() calls after parsing the arguments, so that
+# `--help` and argument errors answer without loading them. Module-level names stay None
+# until then.
+qml = pnp = qs = None
+
+
+def _import_heavy() -> None:
+    """Import the heavy libraries into this module's namespace (idempotent)."""
+    global qml, pnp, qs
+    import pennylane as qml
+    from pennylane import numpy as pnp
+
+    import pennylane_qshiftdp as qs
+
 
 
 def _qnode(devname, n_qubits, shots, seed):
@@ -99,6 +111,7 @@ def main(argv=None):
     p.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--out", type=Path, default=None, help="output directory for the JSON")
     args = p.parse_args(argv)
+    _import_heavy()
     if args.tiny:  # test configuration: the quick default, one device
         args.quick, args.sweep, args.devices = True, False, ["default.qubit"]
     if args.sweep:

@@ -53,25 +53,38 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-import pennylane as qml
-import torch
-from opacus.data_loader import DPDataLoader
-from opacus.optimizers import DPOptimizer
-from pennylane import numpy as pnp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import mean_std, pyplot, result_name, save_figure, table, write_result  # noqa: E402
 
-import pennylane_qshiftdp as qs  # noqa: E402
-from pennylane_qshiftdp import _compat  # noqa: E402
-from pennylane_qshiftdp.calibration import (  # noqa: E402
-    calibrate_noise_multiplier,
-    epochs_to_steps,
-)
-from pennylane_qshiftdp.data import load_dataset  # noqa: E402
-from pennylane_qshiftdp.engine import TrainConfig, _seed_for, train  # noqa: E402
-from pennylane_qshiftdp.models import QuantumClassifier  # noqa: E402
-from pennylane_qshiftdp.sensitivity import sensitivity  # noqa: E402
+# Heavy libraries (torch, PennyLane, Opacus, SciPy; pennylane_qshiftdp and qprldp_core import
+# them) are bound by _import_heavy(), which main() calls after parsing the arguments, so that
+# `--help` and argument errors answer without loading them. Module-level names stay None
+# until then.
+qml = torch = DPDataLoader = DPOptimizer = pnp = qs = _compat = None
+calibrate_noise_multiplier = epochs_to_steps = load_dataset = TrainConfig = _seed_for = None
+train = QuantumClassifier = sensitivity = None
+
+
+def _import_heavy() -> None:
+    """Import the heavy libraries into this module's namespace (idempotent)."""
+    global qml, torch, DPDataLoader, DPOptimizer, pnp, qs, _compat, calibrate_noise_multiplier
+    global epochs_to_steps, load_dataset, TrainConfig, _seed_for, train, QuantumClassifier
+    global sensitivity
+    import pennylane as qml
+    import torch
+    from opacus.data_loader import DPDataLoader
+    from opacus.optimizers import DPOptimizer
+    from pennylane import numpy as pnp
+
+    import pennylane_qshiftdp as qs
+    from pennylane_qshiftdp import _compat
+    from pennylane_qshiftdp.calibration import calibrate_noise_multiplier, epochs_to_steps
+    from pennylane_qshiftdp.data import load_dataset
+    from pennylane_qshiftdp.engine import TrainConfig, _seed_for, train
+    from pennylane_qshiftdp.models import QuantumClassifier
+    from pennylane_qshiftdp.sensitivity import sensitivity
+
 
 PREPROCESSING = {"digits": "fixed", "breast_cancer": "standardize_pca", "iris": "standardize_pca",
                  "wine": "standardize_pca"}
@@ -331,6 +344,7 @@ def main(argv=None):
                         "--name) "
                         "into one result named --name (default bench_utility); runs nothing")
     args = p.parse_args(argv)
+    _import_heavy()
     args.quick = args.quick or args.tiny
     if args.tiny:
         cfg = {"datasets": ["digits"], "epsilons": [1.0, math.inf], "shots_list": [100],
