@@ -28,7 +28,7 @@ from opacus.data_loader import DPDataLoader
 from opacus.grad_sample.grad_sample_module import GradSampleModule as _GSM
 
 from . import quantum_layer
-from ._validation import check_epsilon, check_positive_float
+from ._validation import check_epsilon, check_positive_float, check_sample_rate
 from .accountant import PrivacyLedger
 from .calibration import calibrate_noise_multiplier, epochs_to_steps
 from .exceptions import PrivacyWarning, SensitivityError
@@ -117,7 +117,8 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
                  proven_epsilon_factor: float = DEFAULT_PROVEN_EPSILON_FACTOR,
                  strict: bool = False, adaptive_clipping: dict | None = None,
                  seed: int | None = None, secure_mode: bool = False, jacobian_bound=None,
-                 loss_reduction: str = "mean", preprocessing_note: str | None = None):
+                 loss_reduction: str = "mean", sample_rate: float | None = None,
+                 preprocessing_note: str | None = None):
     r"""Make a quantum or hybrid model, its optimizer and data loader private (Opacus).
 
     Args:
@@ -155,6 +156,8 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         secure_mode: DP noise from the OS's CSPRNG (refuses ``seed``).
         jacobian_bound: passed to :func:`~pennylane_qshiftdp.sensitivity`.
         loss_reduction: ``"mean"`` (the loop back-propagates a batch mean) or ``"sum"``.
+        sample_rate: Poisson sampling rate q ∈ (0, 1]; default ``1/len(data_loader)``
+            (Opacus's convention). The returned loader then has ``⌈1/q⌉`` batches per epoch.
         preprocessing_note: which data-dependent preprocessing is not protected.
 
     Returns:
@@ -211,12 +214,15 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
     batch_size = data_loader.batch_size
     if batch_size is None or batch_size < 1:
         raise ValueError(f"`data_loader` must have a positive batch_size. Found {batch_size}.")
-    if batch_size >= n:
+    if sample_rate is None and batch_size >= n:
         warnings.warn(
             f"The loader's batch_size ({batch_size}) is not below the data set size ({n}): the "
             f"sampling rate is q = 1, so there is no privacy amplification by sampling.",
             PrivacyWarning, stacklevel=2)
-    sample_rate = 1.0 / len(data_loader)
+    if sample_rate is None:
+        sample_rate = 1.0 / len(data_loader)
+    else:
+        sample_rate = check_sample_rate(sample_rate, "sample_rate")
     expected_batch_size = sample_rate * n
     steps = epochs_to_steps(epochs=epochs, sample_rate=sample_rate)
 
@@ -334,6 +340,10 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
     loader_seed = seed + 1 if seed is not None else int.from_bytes(os.urandom(8), "big") >> 1
     loader_gen = torch.Generator().manual_seed(loader_seed)
     dp_loader = DPDataLoader.from_data_loader(data_loader, generator=loader_gen)
+    if dp_loader.sample_rate != sample_rate:  # an explicit sample rate
+        dp_loader = DPDataLoader(dataset, sample_rate=sample_rate,
+                                 collate_fn=data_loader.collate_fn,
+                                 num_workers=data_loader.num_workers, generator=loader_gen)
     gs_module = GradSampleModule(module, batch_first=True, loss_reduction=loss_reduction)
     private_opt = QShiftDPOptimizer(
         optimizer, noise_multiplier=sigma, max_grad_norm=clip,

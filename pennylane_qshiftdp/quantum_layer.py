@@ -465,10 +465,11 @@ def torch_layer_grad_sampler(layer, activations, backprops):
     x = activations[0]
     xb = x.reshape(-1, x.shape[-1]) if x.ndim != 2 else x
     weights = dict(layer.qnode_weights)
-    layer.__dict__["_qshiftdp_backprops"] = backprops.detach().reshape(xb.shape[0], -1).double()
     if xb.shape[0] == 0:
+        layer.__dict__["_qshiftdp_backprops"] = torch.zeros(0, 1, dtype=torch.float64)
         return {w: torch.zeros(0, *w.shape, dtype=w.dtype) for w in weights.values()
                 if w.requires_grad}
+    layer.__dict__["_qshiftdp_backprops"] = backprops.detach().reshape(xb.shape[0], -1).double()
     ev = _pop_evaluation(layer, x)
     if ev is None:
         ev = evaluate_layer(layer, xb)
