@@ -197,8 +197,12 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
                              f"Found {max_grad_norm!r}.")
     else:
         check_positive_float(max_grad_norm, "max_grad_norm")
-    if isinstance(module, GradSampleModule):
-        module = module._module
+    if isinstance(module, GradSampleModule) or hasattr(module, "autograd_grad_sample_hooks"):
+        raise ValueError(
+            "`module` is already private (it carries Opacus's per-example hooks from an earlier "
+            "make_private). Pass a fresh module, or call remove_hooks() on the returned "
+            "GradSampleModule first."
+        )
     layers = _torch_layers(module)
     _check_supported(module, layers)
     trainable = [p for p in module.parameters() if p.requires_grad]

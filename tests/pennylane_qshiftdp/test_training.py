@@ -6,7 +6,7 @@ import re
 import numpy as np
 import pytest
 
-from pennylane_qshiftdp.engine import TrainConfig, train
+from pennylane_qshiftdp.training import TrainConfig, train
 
 TINY = dict(device="default.qubit", qubits=2, layers=1, epochs=2, expected_batch_size=32,
             shots=100, seed=3, secure_mode=False)
@@ -20,9 +20,10 @@ def test_train_writes_outputs_and_respects_budget(tmp_path):
                  "noise.png", "privacy_statement.txt"):
         assert (tmp_path / "run" / name).exists(), name
     ledger = json.loads((tmp_path / "run" / "ledger.json").read_text())
-    assert ledger["format_version"] == 1
+    assert ledger["format_version"] == 2
     for rec in r.step_records:
-        assert rec["total_variance_min"] >= rec["target_variance"] * (1 - 1e-12)
+        assert rec["artificial_variance_mean"] == pytest.approx(rec["target_variance"])
+        assert rec["certified_bound_violations"] == 0
 
 
 def test_resume_reproduces_uninterrupted_run(tmp_path):
@@ -55,6 +56,13 @@ import pennylane_qshiftdp as qs  # noqa: E402
 from pennylane_qshiftdp.engine import make_private  # noqa: E402
 
 
+def _step(model, opt, x, y):
+    opt.zero_grad()
+    if len(x):
+        (-model(x).reshape(-1) * y).mean().backward()
+    opt.step()
+
+
 def _torch_layer(recorder=None, data_dependent=False):
     dev = qml.device("default.qubit", wires=2, seed=5)
 
@@ -85,7 +93,7 @@ def _loader(n=40, seed=0):
     return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=8)
 
 
-def test_hybrid_model_with_fixed_pre_and_post_processing_trains_and_stops_at_budget():
+def test_fixed_pre_processing_adaptive_credit_stops_at_budget():
     rec = qs.ShotRecorder()
     model = torch.nn.Sequential(_Scale(), _torch_layer(rec), torch.nn.Identity())
     opt = torch.optim.SGD(model.parameters(), lr=0.3)
@@ -96,28 +104,20 @@ def test_hybrid_model_with_fixed_pre_and_post_processing_trains_and_stops_at_bud
     stopped = False
     for _epoch in range(3):  # planned for one epoch: must stop before exceeding ε
         for x, y in loader:
-            popt.zero_grad()
-            pmodel.loss_backward(x, y, popt)
             try:
-                popt.step()
+                _step(pmodel, popt, x, y)
             except qs.PrivacyBudgetExceededError:
                 stopped = True
                 break
         if stopped:
             break
-    assert stopped and popt.ledger.epsilon <= 2.0
+    assert stopped and popt.ledger.credited_epsilon <= 2.0
     acct = RDPAccountant()
-    acct.history = list(popt.ledger.history)
+    acct.history = list(popt.ledger.proven_history)
     assert abs(acct.get_epsilon(1e-3) - popt.ledger.epsilon) < 1e-9
-    assert all(r["total_variance_min"] >= r["target_variance"] * (1 - 1e-12)
-               for r in popt.history)
-
-
-def test_trainable_classical_parameter_is_refused():
-    model = torch.nn.Sequential(torch.nn.Linear(2, 2), _torch_layer())
-    with pytest.raises(qs.SensitivityError, match="no a-priori gradient bound"):
-        make_private(model, torch.optim.SGD(model.parameters(), lr=0.1), _loader(),
-                     target_epsilon=1.0, target_delta=1e-5, epochs=1)
+    floor = popt.noise_floor_multiplier
+    assert all(r["proven_noise_multiplier"] >= floor * (1 - 1e-12) for r in popt.history)
+    assert popt.ledger.epsilon <= 1.5 * 2.0
 
 
 def test_unboundable_model_is_refused():
@@ -134,8 +134,11 @@ def test_adaptive_at_100_shots_credits_noise_and_reports_delta_plus_beta(tmp_pat
     target = r.step_records[0]["target_variance"]
     mean_added = np.mean([s["artificial_variance_mean"] for s in r.step_records])
     assert mean_added < target  # `none` adds exactly σ²Δ² per coordinate
-    assert all(s["total_variance_min"] >= target * (1 - 1e-12) for s in r.step_records)
+    for s in r.step_records:
+        assert s["artificial_variance_mean"] + s["credited_variance_mean"] == pytest.approx(
+            target)
     assert "(ε, δ + β)" in r.statement and "central limit theorem" in r.statement
+    assert "Proven guarantee" in r.statement and "APPROXIMATION" in r.statement
 
 
 def test_data_dependent_preprocessing_is_stated():
@@ -150,8 +153,9 @@ def test_ledger_epsilon_equals_independent_opacus_recomputation(tmp_path):
     r = train(TrainConfig(**TINY, output_dir=str(tmp_path)), progress=False)
     ledger = json.loads((tmp_path / "ledger.json").read_text())
     acct = RDPAccountant()
-    acct.history = [tuple(h) for h in ledger["history"]]
+    acct.history = [tuple(h) for h in ledger["proven_history"]]
     assert abs(acct.get_epsilon(1e-5) - r.epsilon) < 1e-9 and r.epsilon <= 1.0
+    assert ledger["proven_history"] == ledger["history"]  # no credit: the same noise
 
 
 def test_secure_mode_runs_and_refuses_a_seed():
@@ -179,9 +183,14 @@ def test_statement_for_isotropic_declared_floor_and_seeded_noise():
     ("variance_floor", 5.0, "`variance_floor` must be in [0, 1]"),
 ])
 def test_train_rejects_bad_values(field, value, msg):
+    cfg = TrainConfig(**{**TINY, field: value},
+                      credit="depolarizing" if field == "variance_floor" else "none")
     with pytest.raises(ValueError, match=re.escape(msg)):
-        train(TrainConfig(**{**TINY, field: value}, credit="depolarizing" if field ==
-                          "variance_floor" else "none"), progress=False)
+        if field == "variance_floor":
+            with pytest.warns(qs.PrivacyWarning, match="declared by you"):
+                train(cfg, progress=False)
+        else:
+            train(cfg, progress=False)
 
 
 class _Times10(torch.nn.Module):
@@ -191,12 +200,33 @@ class _Times10(torch.nn.Module):
         return 10.0 * f
 
 
-def test_post_processing_that_breaks_the_loss_bound_is_refused_before_the_step():
+def test_post_processing_that_breaks_the_loss_bound_is_clipped_and_reported():
     model = torch.nn.Sequential(_torch_layer(), _Times10())
     pmodel, popt, loader = make_private(model, torch.optim.SGD(model.parameters(), lr=0.1),
                                         _loader(), target_epsilon=1.0, target_delta=1e-3,
                                         epochs=1, seed=0)
     x, y = next(iter(_loader()))
-    with pytest.raises(qs.SensitivityError, match="declare the composed bound"):
-        pmodel.loss_backward(x, y, popt)
+    _step(pmodel, popt, x, y)
+    assert popt.last_record["certified_bound_violations"] > 0
+    assert popt.last_record["largest_certified_norm_ratio"] > 1.0
+    with pytest.raises(ValueError, match="already private"):
+        make_private(model, torch.optim.SGD(model.parameters(), lr=0.1), _loader(),
+                     target_epsilon=1.0, target_delta=1e-3, epochs=1)
+    model = torch.nn.Sequential(_torch_layer(), _Times10())
+    pmodel, popt, loader = make_private(model, torch.optim.SGD(model.parameters(), lr=0.1),
+                                        _loader(), target_epsilon=1.0, target_delta=1e-3,
+                                        epochs=1, seed=0, strict=True)
+    with pytest.raises(qs.SensitivityError, match="certified bound"):
+        _step(pmodel, popt, x, y)
     assert popt.ledger.steps == 0
+
+
+def test_hybrid_model_and_fixed_clipping_train_from_the_job():
+    r = train(TrainConfig(**{**TINY, "epochs": 1}, model="hybrid"), progress=False)
+    assert r.steps > 0 and r.epsilon <= 1.0
+    assert "C_classical" in r.statement
+    r = train(TrainConfig(**{**TINY, "epochs": 1}, max_grad_norm=0.5), progress=False)
+    assert "fixed clip norm C = 0.5" in r.statement
+    r = train(TrainConfig(**{**TINY, "epochs": 1}, max_grad_norm="adaptive"), progress=False)
+    assert "adaptive quantile clipping" in r.statement
+    assert any("next_clip_norm" in rec for rec in r.step_records)
