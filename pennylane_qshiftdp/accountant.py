@@ -704,8 +704,9 @@ class PrivacyLedger:
                 f", with β = {self._beta:g} the probability that the adaptive shot-noise "
                 f"variance bound fails at any step of the run" if self._beta > 0 else ""
             )
+            label = "(ε, δ + β)" if self._beta > 0 else "(ε, δ)"
             lines.append(
-                f"Credited Q-ShiftDP guarantee (an APPROXIMATION, not proven): (ε, δ + β) = "
+                f"Credited Q-ShiftDP guarantee (an APPROXIMATION, not proven): {label} = "
                 f"({_fmt(credited)}, {_fmt(self.total_delta)}) if the credited shot noise "
                 f"acted as Gaussian noise{beta_text} (target ε = {_fmt(self._target_epsilon)})."
             )

@@ -150,7 +150,7 @@ class TestPersistence:
         ledger = self.ledger()
         s = ledger.to_json()
         data = json.loads(s)
-        assert data["format_version"] == FORMAT_VERSION == 1
+        assert data["format_version"] == FORMAT_VERSION == 2
         assert data["steps"] == 7 and data["history"] == [[2.0, 0.1, 7]]
         assert data["opacus_version"] == opacus.__version__
         restored = PrivacyLedger.from_json(s)
@@ -209,8 +209,28 @@ class TestPersistence:
 
     def test_bad_format_version(self):
         sd = make().state_dict()
-        sd["format_version"] = 2
-        with pytest.raises(ValueError, match=re.escape("`format_version` must be 1. Found 2.")):
+        sd["format_version"] = 3
+        with pytest.raises(ValueError,
+                           match=re.escape("`format_version` must be one of (1, 2). Found 3.")):
+            PrivacyLedger.from_state_dict(sd)
+
+    def test_version_1_is_read_with_proven_history_equal_to_history(self):
+        ledger = make()
+        for _ in range(3):
+            ledger.step()
+        sd = ledger.state_dict()
+        sd["format_version"] = 1
+        del sd["proven_history"]
+        restored = PrivacyLedger.from_state_dict(sd)
+        assert restored.proven_history == restored.history == ledger.history
+        assert restored.epsilon == ledger.epsilon
+
+    def test_proven_history_must_cover_the_steps(self):
+        ledger = make()
+        ledger.step()
+        sd = ledger.state_dict()
+        sd["proven_history"] = []
+        with pytest.raises(ValueError, match="`proven_history` must cover the same 1 steps"):
             PrivacyLedger.from_state_dict(sd)
 
     def test_missing_key(self):
@@ -386,3 +406,38 @@ class TestStatement:
         r = repr(ledger)
         assert r.startswith("PrivacyLedger(epsilon=")
         assert "steps=1" in r and "credit_mode='none'" in r and "accountant='rdp'" in r
+
+
+class TestTwoGuarantees:
+    """The proven ε (noise actually added) and the credited ε (calibrated σ) are kept apart."""
+
+    def test_proven_epsilon_composes_the_actual_noise_with_opacus(self):
+        ledger = make(credit_mode="depolarizing")
+        sigmas = [2.0, 1.5, 1.75, 2.0]
+        for s in sigmas:
+            ledger.step(proven_noise_multiplier=s)
+        acct = RDPAccountant()
+        for s in sigmas:
+            acct.step(noise_multiplier=s, sample_rate=ledger.sample_rate)
+        assert ledger.proven_epsilon == pytest.approx(acct.get_epsilon(ledger.target_delta),
+                                                      rel=1e-12)
+        assert ledger.epsilon == ledger.proven_epsilon > ledger.credited_epsilon
+        text = ledger.statement()
+        assert "Proven guarantee: (ε, δ) = (" + f"{ledger.proven_epsilon:.6g}" in text
+        assert "Credited Q-ShiftDP guarantee (an APPROXIMATION, not proven): (ε, δ) = (" in text
+        restored = PrivacyLedger.from_json(ledger.to_json())
+        assert restored.proven_history == ledger.proven_history
+
+    def test_without_credit_the_two_coincide(self):
+        ledger = make()
+        for _ in range(5):
+            ledger.step()
+        assert ledger.proven_history == ledger.history
+        assert ledger.epsilon == pytest.approx(ledger.credited_epsilon, rel=1e-15)
+
+    def test_bad_proven_noise_multiplier(self):
+        ledger = make()
+        with pytest.raises(ValueError, match=re.escape(
+                "`proven_noise_multiplier` must be positive and finite. Found 0.0.")):
+            ledger.step(proven_noise_multiplier=0.0)
+        assert ledger.steps == 0
