@@ -185,6 +185,29 @@ def _check_statistics_in_range(mean, variance, shots, lo, hi) -> None:
         )
 
 
+def _per_coordinate_bound(u, variance, shots, mean, lo, hi, alpha, two_outcome):
+    """variance_lower_bound for each coordinate over its own circuits (each circuit enters one
+    coordinate): circuits grouped by coordinate into a (K, width) layout padded with weight 0."""
+    k = u.shape[1]
+    coord = np.argmax(u, axis=1)
+    idx = np.flatnonzero(u[np.arange(u.shape[0]), coord] > 0)
+    if idx.size == 0:
+        return np.zeros(k)
+    idx = idx[np.argsort(coord[idx], kind="stable")]
+    c = coord[idx]
+    counts = np.bincount(c, minlength=k)
+    pos = np.arange(idx.size) - (np.cumsum(counts) - counts)[c]
+    shape = (k, int(counts.max()))
+    weights, s2, n = np.zeros(shape), np.zeros(shape), np.full(shape, 2.0)
+    means = np.full(shape, lo)
+    weights[c, pos] = u[idx, c]
+    s2[c, pos] = variance[idx]
+    n[c, pos] = shots[idx]
+    means[c, pos] = mean[idx]
+    return np.asarray(variance_lower_bound(s2, weights=weights, shots=n, low=lo, high=hi,
+                                           alpha=alpha, means=means if two_outcome else None))
+
+
 def shot_noise_credit(stats: ShotStatistics, *, jacobian: np.ndarray, loss_weights: np.ndarray,
                       mode: str, variance_floor: float = 0.0, z: float | None = None,
                       isotropic: bool = False, alpha: float | None = None,
@@ -314,9 +337,8 @@ def shot_noise_credit(stats: ShotStatistics, *, jacobian: np.ndarray, loss_weigh
         mean = stats.mean[first]
         _check_statistics_in_range(mean, variance, shots[:, 0], lo, hi)
         if alpha > 0.0:  # 1 − Φ(z) underflows to 0 only for z > 38: then no bound but 0
-            bound = variance_lower_bound(
-                variance, weights=u.T, shots=shots[:, 0], low=lo, high=hi, alpha=alpha,
-                means=mean if two_outcome else None)
+            bound = _per_coordinate_bound(u, variance, shots[:, 0], mean, lo, hi, alpha,
+                                          two_outcome)
         else:
             bound = zeros
         lower = np.maximum(bound, floor_j.sum(axis=0))

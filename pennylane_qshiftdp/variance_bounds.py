@@ -346,16 +346,25 @@ def _clopper_pearson(k, u, n, width, alpha):
     active = u > 0
     count = np.sum(active, axis=-1, keepdims=True)
     a_c = np.broadcast_to(alpha / np.maximum(count, 1), k.shape)
-    # Compute each distinct (k, N, a) interval once: circuits share shot counts.
-    key = np.stack([k.reshape(-1), n.reshape(-1), a_c.reshape(-1)], axis=1)
-    uniq, inverse = np.unique(key, axis=0, return_inverse=True)
-    ku, nu, au = uniq.T
+    # Compute each distinct (k, N, a) interval once (circuits share shot counts), through one
+    # integer code per triple: 1-D np.unique is far faster than a row-wise one.
+    kk, nn, aa = k[active].astype(np.int64), n[active], a_c[active]
+    if kk.size == 0:
+        return np.zeros(k.shape[:-1])
+    un, inv_n = np.unique(nn, return_inverse=True)
+    ua, inv_a = np.unique(aa, return_inverse=True)
+    base = int(un.max()) + 1
+    codes, inverse = np.unique((inv_n.reshape(-1) * ua.size + inv_a.reshape(-1)) * base + kk,
+                               return_inverse=True)
+    pair = codes // base
+    ku, nu, au = (codes % base).astype(float), un[pair // ua.size], ua[pair % ua.size]
     with np.errstate(all="ignore"):
         p_lo = np.where(ku > 0, _beta_dist.ppf(au / 2.0, ku, nu - ku + 1.0), 0.0)
         p_hi = np.where(ku < nu, _beta_dist.isf(au / 2.0, ku + 1.0, nu - ku), 1.0)
-    q = np.minimum(p_lo * (1.0 - p_lo), p_hi * (1.0 - p_hi))
-    q = np.clip(np.nan_to_num(q, nan=0.0), 0.0, 0.25)[inverse.reshape(-1)].reshape(k.shape)
-    return np.sum(np.where(active, u * width**2 * q, 0.0), axis=-1)
+    q_u = np.minimum(p_lo * (1.0 - p_lo), p_hi * (1.0 - p_hi))
+    q = np.zeros(k.shape)
+    q[active] = np.clip(np.nan_to_num(q_u, nan=0.0), 0.0, 0.25)[inverse.reshape(-1)]
+    return np.sum(u * width**2 * q, axis=-1)
 
 
 def clopper_pearson_variance_lower_bound(means, *, weights, shots, low, high, alpha):
