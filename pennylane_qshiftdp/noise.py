@@ -22,10 +22,10 @@ that differs between neighbouring data sets cannot protect itself, so the credit
   :math:`T` steps and :math:`K` coordinates) that holds at every :math:`N_s \ge 2` without a normal
   approximation (:func:`~pennylane_qshiftdp.variance_bounds.variance_lower_bound`: Hoeffding's
   and Bernstein's inequalities for the sample variances as U-statistics, plus exact
-  Clopper–Pearson intervals for two-outcome circuits), floored at the ``depolarizing`` value. The
-  subtracted largest single-example term is the data-independent maximum
-  :math:`w_j^2\sum_t a_{tk}^2 (\lambda_+ - \lambda_-)^2/(4N_s)`, an upper bound that holds
-  always.
+  Clopper–Pearson intervals with ``two_outcome=True``), floored at the ``depolarizing`` value.
+  The subtracted largest single-example term is the data-independent maximum
+  :math:`\max_j w_j^2\sum_t a_{tk}^2 (\lambda_+ - \lambda_-)^2/(4N_s)`, an upper bound that
+  holds on every event.
 * ``isotropic``: the adaptive credit's minimum over coordinates applied to all (the paper's
   single :math:`\sigma_B^2`; for comparison).
 
