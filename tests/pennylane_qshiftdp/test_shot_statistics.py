@@ -15,6 +15,10 @@ from pennylane_qshiftdp.shot_statistics import (
     two_point_moments,
 )
 
+# Nothing here warns on purpose: any UserWarning or RuntimeWarning is a failure, not output.
+pytestmark = [pytest.mark.filterwarnings("error::UserWarning"),
+              pytest.mark.filterwarnings("error::RuntimeWarning")]
+
 
 @settings(derandomize=True, max_examples=200, deadline=None)
 @given(st.integers(2, 60), st.floats(0, 1), st.floats(-3, 3), st.floats(0.01, 4))
