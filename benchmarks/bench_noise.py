@@ -104,10 +104,13 @@ def record_batch(data, *, p_dev, shots, batch, seed, qubits=4, layers=2, init_sc
     idx = np.random.default_rng(seed).choice(len(x), size=min(batch, len(x)), replace=False)
     opt.zero_grad()
     t0 = time.perf_counter()
-    pmodel.loss_backward(x[idx], y[idx], opt)
+    LinearLoss()(pmodel(x[idx]), y[idx]).mean().backward()  # Opacus computes grad samples
     seconds = time.perf_counter() - t0
-    return {"stats": rec.statistics, "weights": opt.loss_weights, "jacobian": opt.jacobian,
-            "delta": pmodel.sensitivity.delta, "floor": floor, "device": device,
+    layer = model.qlayer
+    weights = layer.__dict__["_qshiftdp_backprops"][:, 0].numpy()  # ∂ℓ_j/∂f_j
+    jacobian = layer.__dict__["_qshiftdp_last_evaluation"].tape_to_weight_jacobian()
+    return {"stats": rec.statistics, "weights": weights, "jacobian": jacobian,
+            "delta": opt.sensitivity.delta, "floor": floor, "device": device,
             "q_pennylane": q_pl, "seconds": seconds}
 
 

@@ -21,10 +21,9 @@ protocol for every method; the search itself is not privacy-accounted):
   ``qshiftdp_depolarizing_p<p>``: the same algorithm with less artificial noise, at the
   learning rate selected for ``qshiftdp_none`` (no extra tuning).
 * ``dpsgd_clip``: DP-SGD with per-example clipping on the *same* circuit, shots and Poisson
-  batches; Opacus's ``DPOptimizer`` clips and adds N(0, σ²C²) with σ calibrated for the same
-  (ε, δ, q, T); the per-example gradients are computed here (one broadcast parameter-shift
-  Jacobian per batch with ``pennylane_qshiftdp.param_shift``; Opacus cannot hook quantum
-  layers) and handed over as ``p.grad_sample``. The clipping norm C = c·Δ is tuned on the grid
+  batches, through the product: the training job with ``max_grad_norm=C`` (``make_private``'s
+  Opacus optimizer clips every example's parameter-shift gradient at C and adds N(0, σ²C²)
+  with σ calibrated for the same (ε, δ, q, T)). The clipping norm C = c·Δ is tuned on the grid
   of c, with learning rate lr_base·Δ/C (lr_base = 0.2, the Q-ShiftDP default): c = 1 never
   clips and equals ``qshiftdp_none`` at lr_base. The full grids are matched: c ∈ {1, 1/4, 1/16}
   gives DP-SGD the learning rates {0.2, 0.8, 3.2}, the grid of ``qshiftdp_none``.
@@ -45,6 +44,7 @@ every method the same split and initialisation and the sweep repeats exactly.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -61,29 +61,17 @@ from _common import mean_std, pyplot, result_name, save_figure, table, write_res
 # them) are bound by _import_heavy(), which main() calls after parsing the arguments, so that
 # `--help` and argument errors answer without loading them. Module-level names stay None
 # until then.
-qml = torch = DPDataLoader = DPOptimizer = pnp = qs = _compat = None
-calibrate_noise_multiplier = epochs_to_steps = load_dataset = TrainConfig = _seed_for = None
-train = QuantumClassifier = sensitivity = None
+torch = TrainConfig = _seed_for = train = QuantumClassifier = sensitivity = None
 
 
 def _import_heavy() -> None:
     """Import the heavy libraries into this module's namespace (idempotent)."""
-    global qml, torch, DPDataLoader, DPOptimizer, pnp, qs, _compat, calibrate_noise_multiplier
-    global epochs_to_steps, load_dataset, TrainConfig, _seed_for, train, QuantumClassifier
-    global sensitivity
-    import pennylane as qml
+    global torch, TrainConfig, _seed_for, train, QuantumClassifier, sensitivity
     import torch
-    from opacus.data_loader import DPDataLoader
-    from opacus.optimizers import DPOptimizer
-    from pennylane import numpy as pnp
 
-    import pennylane_qshiftdp as qs
-    from pennylane_qshiftdp import _compat
-    from pennylane_qshiftdp.calibration import calibrate_noise_multiplier, epochs_to_steps
-    from pennylane_qshiftdp.data import load_dataset
-    from pennylane_qshiftdp.engine import TrainConfig, _seed_for, train
     from pennylane_qshiftdp.models import QuantumClassifier
     from pennylane_qshiftdp.sensitivity import sensitivity
+    from pennylane_qshiftdp.training import TrainConfig, _seed_for, train
 
 
 PREPROCESSING = {"digits": "fixed", "breast_cancer": "standardize_pca", "iris": "standardize_pca",
@@ -156,71 +144,40 @@ def run_qshiftdp(cfg: TrainConfig) -> dict:
             "artificial_variance_saved": (1 - float(np.mean(art)) / tgt) if tgt else None}
 
 
+_DELTA_CACHE: dict = {}
+
+
+def _certified_delta() -> float:
+    """Δ of the default circuit (QUBITS, LAYERS, ⟨Z0⟩, linear loss): the certified clip norm."""
+    if "delta" not in _DELTA_CACHE:
+        model = QuantumClassifier(QUBITS, LAYERS, device="default.qubit", shots=None)
+        sens = sensitivity(model.qnode, inputs=torch.zeros(QUBITS, dtype=torch.float64),
+                           weights=model.qlayer.weights.detach().double().requires_grad_(True))
+        _DELTA_CACHE["delta"] = sens.delta
+    return _DELTA_CACHE["delta"]
+
+
 def run_dpsgd(dataset, *, epsilon, shots, seed, epochs, clip_fraction, test_size,
               device="default.qubit") -> dict:
-    """DP-SGD with per-example clipping (Opacus DPOptimizer) on the Q-ShiftDP circuit."""
+    """DP-SGD at C = c·Δ through the product: ``make_private(max_grad_norm=C)`` in the job."""
     t0 = time.perf_counter()
-    data = load_dataset(dataset, n_features=QUBITS, seed=seed, test_size=test_size,
-                        preprocessing=PREPROCESSING[dataset])
-    model = QuantumClassifier(QUBITS, LAYERS, device=device, shots=shots,
-                              seed=_seed_for(seed, 0, 0), init_scale=0.01, init_seed=seed)
-    qnode, weights = model.qnode, model.qlayer.weights
-    x_train = torch.as_tensor(data.X_train, dtype=torch.float64)
-    y_train = torch.as_tensor(data.y_train, dtype=torch.float64)
-    sens = sensitivity(qnode, inputs=x_train[0],
-                       weights=weights.detach().double().clone().requires_grad_(True))
-    jac_c = np.asarray(sens.classical_jacobian, dtype=float)
-    clip = clip_fraction * sens.delta
-    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x_train, y_train),
-                                         batch_size=BATCH)
-    q = 1.0 / len(loader)
-    expected = q * len(x_train)
-    steps = epochs_to_steps(epochs=epochs, sample_rate=q)
+    delta_bound = _certified_delta()
+    clip = clip_fraction * delta_bound
+    cfg = dataclasses.replace(
+        _config(dataset, epsilon=epsilon, shots=shots, seed=seed, epochs=epochs,
+                lr=LR_BASE * delta_bound / clip, test_size=test_size, device=device),
+        max_grad_norm=clip)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        sigma = calibrate_noise_multiplier(target_epsilon=epsilon, target_delta=DELTA,
-                                           sample_rate=q, steps=steps)
-    noise_gen, sampler_gen = torch.Generator(), torch.Generator()
-    dp_loader = DPDataLoader.from_data_loader(loader, generator=sampler_gen)
-    sgd = torch.optim.SGD([weights], lr=LR_BASE * sens.delta / clip)
-    opt = DPOptimizer(sgd, noise_multiplier=sigma, max_grad_norm=clip,
-                      expected_batch_size=expected, loss_reduction="mean", generator=noise_gen)
-    dev = qnode.device
-    clipped, seen, step = 0, 0, 0
-    for epoch in range(epochs):
-        if shots is not None:
-            _compat.reseed_device(dev, [seed, epoch, 1])
-        sampler_gen.manual_seed(_seed_for(seed, epoch, 2))
-        noise_gen.manual_seed(_seed_for(seed, epoch, 3))
-        for xb, yb in dp_loader:
-            if step >= steps:
-                break
-            opt.zero_grad()
-            if xb.shape[0] == 0:
-                weights.grad_sample = torch.zeros((0, *weights.shape), dtype=weights.dtype)
-            else:
-                tape = qml.workflow.construct_tape(qnode)(
-                    pnp.array(xb.numpy(), requires_grad=False),
-                    pnp.array(weights.detach().double().numpy(), requires_grad=True))
-                [tape], _ = qs.param_shift.expand_transform(tape)
-                tapes, fn = qs.param_shift(tape)
-                jac = fn(qml.execute(tapes, dev))
-                jac = np.stack([np.asarray(j, dtype=float).reshape(-1) for j in jac], axis=1)
-                # Linear loss ℓ = −y f: per-example gradient −y_j ∂f_j/∂θ.
-                per_ex = -yb.numpy()[:, None] * (jac @ jac_c)
-                norms = np.linalg.norm(per_ex, axis=1)
-                clipped += int((norms > clip).sum())
-                seen += len(norms)
-                weights.grad_sample = torch.as_tensor(
-                    per_ex, dtype=weights.dtype).reshape(xb.shape[0], *weights.shape)
-            opt.step()
-            step += 1
-    x_test = torch.as_tensor(data.X_test, dtype=torch.float64)
-    y_test = torch.as_tensor(data.y_test, dtype=torch.float64)
-    with torch.no_grad():
-        pred = torch.where(model(x_test) >= 0, 1.0, -1.0)
-    return {"test_accuracy": float((pred == y_test).double().mean()), "steps": step,
-            "sigma": sigma, "clip_norm": clip, "sensitivity": sens.delta,
+        res = train(cfg, progress=False)
+    recs = res.step_records
+    seen = sum(r["batch_examples"] for r in recs)
+    clipped = sum(r["clipped"] for r in recs)
+    sigma = math.sqrt(recs[0]["target_variance"]) / clip if recs else None
+    print(f"  {dataset} Ns={shots} eps={epsilon} dpsgd c={clip_fraction} seed={seed}: "
+          f"{res.test_accuracy:.3f} ({time.perf_counter() - t0:.0f} s)", flush=True)
+    return {"test_accuracy": res.test_accuracy, "steps": res.steps, "sigma": sigma,
+            "clip_norm": clip, "sensitivity": delta_bound,
             "clipped_fraction": clipped / max(seen, 1), "seconds": time.perf_counter() - t0}
 
 

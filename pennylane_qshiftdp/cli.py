@@ -84,10 +84,11 @@ def _add_train_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "train",
         help="train a quantum classifier with (ε, δ)-differential privacy",
-        description="Train the angle-embedding + StronglyEntanglingLayers classifier with "
-        "Q-ShiftDP (parameter-shift gradients, no clipping, Opacus accounting) on a bundled "
-        "data set; print the privacy statement and test accuracy, and write the ledger, "
-        "metrics and plots to --output-dir.",
+        description="Train the angle-embedding + StronglyEntanglingLayers classifier "
+        "privately on Opacus (per-example parameter-shift gradients, clipping at the certified "
+        "bound by default so no clip binds: Q-ShiftDP) on a bundled data set; print the "
+        "privacy statement and test accuracy, and write the ledger, metrics and plots to "
+        "--output-dir.",
     )
     p.add_argument("--dataset", default=d.dataset,
                    help="digits, breast_cancer, iris, wine or csv (default: %(default)s)")
@@ -122,6 +123,19 @@ def _add_train_parser(subparsers) -> None:
     p.add_argument("--variance-floor", type=float, default=None,
                    help="override the single-shot variance floor v_min (default: proven from "
                    "the device noise by qprldp_core.certify_device)")
+    p.add_argument("--max-grad-norm", default=d.max_grad_norm, type=_clip_norm,
+                   help="per-example clip norm: 'certified' (the a-priori bound Δ of the "
+                   "parameter-shift gradient, never binds for the declared loss), 'adaptive' "
+                   "(quantile clipping) or a positive number (DP-SGD) (default: %(default)s)")
+    p.add_argument("--model", default=d.model, choices=["quantum", "hybrid"],
+                   help="quantum: the TorchLayer alone; hybrid: Linear -> angles -> TorchLayer "
+                   "-> Linear (default: %(default)s)")
+    p.add_argument("--classical-max-grad-norm", type=float, default=d.classical_max_grad_norm,
+                   help="clip norm of the hybrid model's classical layers with "
+                   "--max-grad-norm certified (default: %(default)s)")
+    p.add_argument("--proven-epsilon-factor", type=float, default=d.proven_epsilon_factor,
+                   help="with a credit mode, the artificial noise never drops below the level "
+                   "whose proven ε is this factor × --epsilon (default: %(default)s)")
     p.add_argument("--accountant", default=d.accountant, choices=["rdp", "prv"])
     p.add_argument("--adjacency", default=d.adjacency, choices=["add_remove", "replace_one"])
     p.add_argument("--seed", type=int, default=d.seed, help="default: %(default)s")
@@ -135,6 +149,20 @@ def _add_train_parser(subparsers) -> None:
                    "split, initialisation and shot sampling")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=_run_train)
+
+
+def _clip_norm(text: str):
+    """``--max-grad-norm``: 'certified', 'adaptive' or a positive number."""
+    if text in ("certified", "adaptive"):
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be 'certified', 'adaptive' or a positive number, not {text!r}") from None
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, not {text!r}")
+    return value
 
 
 def _run_train(args) -> int:
@@ -152,7 +180,9 @@ def _run_train(args) -> int:
     if result.stopped_early:
         print(f"Stopped early: {result.stopped_early}")
     print(f"test accuracy: {result.test_accuracy:.4f}")
-    print(f"ε spent: {result.epsilon:.4f} (target {config.epsilon}) after {result.steps} steps")
+    print(f"ε spent: {result.epsilon:.4f} (target {config.epsilon}) after {result.steps} steps"
+          + (f"; credited Q-ShiftDP ε (Gaussian approximation): {result.credited_epsilon:.4f}"
+             if config.credit != "none" and math.isfinite(result.epsilon) else ""))
     print(f"outputs: {result.output_dir}")
     return 0
 

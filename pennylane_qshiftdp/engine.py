@@ -356,6 +356,7 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         credit_layer=layers[0] if credit != "none" else None, recorder=recorder, beta=beta,
         steps=steps, variance_floor=variance_floor, noise_floor_multiplier=floor,
         adaptive_clipping=adaptive, generator=gen, secure_mode=secure_mode, ledger=ledger,
+        outcome_range=sens.observable_ranges[0] if sens is not None else None,
         loss_reduction=loss_reduction,
     )
     private_opt.sensitivity = sens

@@ -144,6 +144,9 @@ class QShiftDPOptimizer(DPOptimizer):
         ledger: a :class:`~pennylane_qshiftdp.accountant.PrivacyLedger`, checked before and
             charged after each step.
         confidence: ``"gaussian"`` or ``"cantelli"`` multiplier for the adaptive credit.
+        outcome_range: ``(lo, hi)`` of every single-shot outcome of the measured observable
+            (the adaptive bound's range; default ``(-1, 1)``, Pauli words).
+        loss_reduction: ``"mean"`` or ``"sum"`` (as in Opacus).
 
     Raises:
         ValueError: for invalid σ, C, batch size, credit settings or adaptive-clipping
@@ -174,7 +177,7 @@ class QShiftDPOptimizer(DPOptimizer):
                  noise_floor_multiplier: float | None = None, adaptive_clipping=None,
                  generator: torch.Generator | None = None, secure_mode: bool = False,
                  ledger: PrivacyLedger | None = None, confidence: str = "gaussian",
-                 loss_reduction: str = "mean"):
+                 outcome_range=None, loss_reduction: str = "mean"):
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise TypeError(f"`optimizer` must be a torch.optim.Optimizer. Found "
                             f"{type(optimizer).__name__}.")
@@ -245,6 +248,7 @@ class QShiftDPOptimizer(DPOptimizer):
         self.recorder = recorder
         self.beta = float(beta)
         self.variance_floor = float(variance_floor)
+        self.outcome_range = tuple(outcome_range) if outcome_range is not None else (-1.0, 1.0)
         self.noise_floor_multiplier = (float(noise_floor_multiplier)
                                        if noise_floor_multiplier is not None else None)
         self._credit_params = ([p for p in credit_layer.qnode_weights.values()]
@@ -374,11 +378,10 @@ class QShiftDPOptimizer(DPOptimizer):
         backprops = layer.__dict__.get("_qshiftdp_backprops")
         if backprops is None or backprops.shape[1] != 1:
             raise NotImplementedError("Shot-noise credit supports one scalar output per example.")
-        total = ev.weight_jacobian.shape[1]
-        jac = np.zeros((ev.jacobian.shape[2], total))
-        jac[ev.weight_rows] = ev.weight_jacobian.numpy()
-        return shot_noise_credit(stats, jacobian=jac, loss_weights=backprops[:, 0].numpy(),
-                                 mode=self.credit, variance_floor=self.variance_floor, z=self.z)
+        return shot_noise_credit(stats, jacobian=ev.tape_to_weight_jacobian(),
+                                 loss_weights=backprops[:, 0].numpy(), mode=self.credit,
+                                 variance_floor=self.variance_floor, z=self.z,
+                                 outcome_range=self.outcome_range)
 
     def add_noise(self):
         """Noise of std σC per coordinate (credited coordinates: never below σ_floor·C)."""

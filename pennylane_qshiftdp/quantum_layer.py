@@ -34,6 +34,7 @@ shift rule that is not a pure additive shift is refused.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import numpy as np
 import pennylane as qml
@@ -148,6 +149,13 @@ class LayerEvaluation:
         """Per-example ``Σ_m cotangent[b, m] J[b, m, :]``, shape ``(B, n_diff)``."""
         b = self.jacobian.shape[0]
         return torch.einsum("bo,boi->bi", cotangent.reshape(b, -1).double(), self.jacobian)
+
+    def tape_to_weight_jacobian(self) -> np.ndarray:
+        r"""Rows :math:`\partial\varphi_i/\partial\theta` for every differentiated gate
+        parameter (rows of input parameters are zero), shape ``(n_diff, P)``."""
+        jac = np.zeros((self.jacobian.shape[2], self.weight_jacobian.shape[1]))
+        jac[self.weight_rows] = self.weight_jacobian.numpy()
+        return jac
 
     def per_example_weight_grads(self, cotangent: torch.Tensor) -> torch.Tensor:
         """Per-example gradients of the flattened weights, shape ``(B, P)``."""
@@ -489,3 +497,7 @@ def _uses_private_transform(layer) -> bool:
 
 
 _compat.install_torch_layer_evaluation(fused_evaluate_qnode, _uses_private_transform)
+# Opacus's per-example hooks on a TorchLayer whose inputs need no gradient make torch warn on
+# every backward pass; the hook does fire, with the gradients Opacus needs (tested).
+warnings.filterwarnings("ignore", message="Full backward hook is firing when gradients are "
+                        "computed with respect to module outputs", category=UserWarning)

@@ -83,6 +83,7 @@ class TrainResult:
     weights: np.ndarray
     output_dir: str | None
     stopped_early: str | None = None
+    credited_epsilon: float = math.inf
 
 
 def _seed_for(seed, epoch, stream):
@@ -226,6 +227,7 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
         row = {"epoch": epoch + 1, "steps": (epoch + 1) * len(train_loader) if not private
                else len(records),
                "epsilon": opt.ledger.epsilon if private else math.inf,
+               "credited_epsilon": opt.ledger.credited_epsilon if private else math.inf,
                "test_accuracy": acc, "elapsed_s": time.perf_counter() - t0}
         metrics.append(row)
         bar.set_postfix(acc=f"{acc:.3f}", eps=f"{row['epsilon']:.3f}")
@@ -246,6 +248,7 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
         test_accuracy=metrics[-1]["test_accuracy"] if metrics else _accuracy(model, x_test,
                                                                              y_test),
         epsilon=opt.ledger.epsilon if private else math.inf,
+        credited_epsilon=opt.ledger.credited_epsilon if private else math.inf,
         steps=opt.ledger.steps if private else last * len(train_loader),
         statement=statement, metrics=metrics, step_records=records,
         weights=model.qlayer.weights.detach().numpy().copy(),
@@ -269,7 +272,8 @@ def write_outputs(result: TrainResult, ledger: PrivacyLedger | None, out_dir: Pa
     (out_dir / "privacy_statement.txt").write_text(result.statement + "\n")
     (out_dir / "metrics.json").write_text(json.dumps(
         {"test_accuracy": result.test_accuracy, "epsilon": result.epsilon,
-         "steps": result.steps, "per_epoch": result.metrics, "per_step": result.step_records,
+         "credited_epsilon": result.credited_epsilon, "steps": result.steps,
+         "per_epoch": result.metrics, "per_step": result.step_records,
          "stopped_early": result.stopped_early}, indent=2, default=float))
     if result.metrics:
         with open(out_dir / "metrics.csv", "w", newline="") as fh:
@@ -281,8 +285,15 @@ def write_outputs(result: TrainResult, ledger: PrivacyLedger | None, out_dir: Pa
     ax[0].plot(steps_at_epoch, [m["test_accuracy"] for m in result.metrics], "o-")
     ax[0].set(xlabel="steps", ylabel="test accuracy", title="Test accuracy")
     if result.step_records:
-        ax[1].plot([r["step"] for r in result.step_records],
-                   [r["epsilon"] for r in result.step_records])
+        steps = [r["step"] for r in result.step_records]
+        ax[1].plot(steps, [r["epsilon"] for r in result.step_records],
+                   label="proven ε (noise actually added)")
+        credited = [r.get("credited_epsilon", r["epsilon"]) for r in result.step_records]
+        if any(abs(c - r["epsilon"]) > 1e-12 for c, r in zip(credited, result.step_records,
+                                                                strict=True)):
+            ax[1].plot(steps, credited, "--",
+                       label="credited ε (Gaussian approximation of shot noise)")
+        ax[1].legend(fontsize=7)
     else:
         ax[1].text(0.5, 0.5, "non-private run: ε = ∞", ha="center", va="center",
                    transform=ax[1].transAxes)

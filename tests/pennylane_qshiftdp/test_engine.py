@@ -1,4 +1,4 @@
-"""make_private on Opacus: per-example gradients, refusals, any loop, PrivacyEngine, empty batches."""
+"""make_private on Opacus: per-example gradients, refusals, any loop, empty batches."""
 
 import math
 
