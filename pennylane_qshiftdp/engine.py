@@ -24,7 +24,9 @@ import warnings
 import pennylane as qml
 import torch
 from opacus import GradSampleModule
-from opacus.data_loader import DPDataLoader
+from opacus.data_loader import DPDataLoader, dtype_safe, shape_safe, wrap_collate_with_empty
+from opacus.utils.uniform_sampler import DistributedUniformWithReplacementSampler
+from torch.utils.data._utils.collate import default_collate
 from opacus.grad_sample.grad_sample_module import GradSampleModule as _GSM
 
 from . import quantum_layer
@@ -96,6 +98,41 @@ def _layer_sensitivity(module, layer, example, *, loss, adjacency, jacobian_boun
                        **{layer.input_arg: x0}, **weights)
 
 
+class _DistributedPoissonSampler(DistributedUniformWithReplacementSampler):
+    """Opacus's distributed Poisson sampler, yielding empty local batches too.
+
+    Opacus 1.6 skips a step when a process's share of the batch is empty, so processes would
+    take different numbers of steps and deadlock in the all-reduce. Here every process yields
+    one (possibly empty) batch per step.
+    """
+
+    def __iter__(self):
+        if self.shuffle:
+            g = torch.Generator()
+            g.manual_seed(self.shuffle_seed + self.epoch)
+            indices = torch.randperm(self.total_size, generator=g)
+        else:
+            indices = torch.arange(self.total_size)
+        indices = indices[self.rank:self.total_size:self.num_replicas]
+        for _ in range(self.num_batches):
+            mask = torch.rand(self.num_samples, generator=self.generator) < self.sample_rate
+            yield indices[mask.nonzero(as_tuple=False).reshape(-1)]
+
+
+def _distributed_loader(data_loader, sample_rate, generator):
+    dataset = data_loader.dataset
+    sampler = _DistributedPoissonSampler(total_size=len(dataset), sample_rate=sample_rate,
+                                         generator=generator)
+    collate = wrap_collate_with_empty(
+        collate_fn=data_loader.collate_fn or default_collate,
+        sample_empty_shapes=[(0, *shape_safe(x)) for x in dataset[0]],
+        dtypes=[dtype_safe(x) for x in dataset[0]])
+    loader = torch.utils.data.DataLoader(dataset, batch_sampler=sampler, collate_fn=collate,
+                                         num_workers=data_loader.num_workers)
+    loader.sample_rate = sample_rate
+    return loader
+
+
 def _randomness(secure_mode: bool, seed) -> str:
     if secure_mode:
         return ("DP noise drawn from the OS's CSPRNG (os.urandom, float64) and the Poisson "
@@ -118,7 +155,7 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
                  strict: bool = False, adaptive_clipping: dict | None = None,
                  seed: int | None = None, secure_mode: bool = False, jacobian_bound=None,
                  loss_reduction: str = "mean", sample_rate: float | None = None,
-                 preprocessing_note: str | None = None):
+                 distributed: bool = False, preprocessing_note: str | None = None):
     r"""Make a quantum or hybrid model, its optimizer and data loader private (Opacus).
 
     Args:
@@ -158,6 +195,11 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         loss_reduction: ``"mean"`` (the loop back-propagates a batch mean) or ``"sum"``.
         sample_rate: Poisson sampling rate q ∈ (0, 1]; default ``1/len(data_loader)``
             (Opacus's convention). The returned loader then has ``⌈1/q⌉`` batches per epoch.
+        distributed: data-parallel training on an initialised ``torch.distributed`` process
+            group (``torchrun``): every process calls ``make_private`` with the same
+            arguments; the parameters are broadcast from rank 0, each process Poisson-samples
+            its share of the data set (rate q, a seed of its own), the clipped sums are
+            all-reduced and the noise is added once. The ledger is the single-process one.
         preprocessing_note: which data-dependent preprocessing is not protected.
 
     Returns:
@@ -342,12 +384,23 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         gen.manual_seed(seed if seed is not None else int.from_bytes(os.urandom(8), "big") >> 1)
     # Secure mode (or no seed): the Poisson-sampling seed comes from the OS's CSPRNG.
     loader_seed = seed + 1 if seed is not None else int.from_bytes(os.urandom(8), "big") >> 1
+    if distributed:
+        if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+            raise ValueError("distributed=True needs an initialised torch.distributed process "
+                             "group (e.g. launched by torchrun).")
+        rank = torch.distributed.get_rank()
+        loader_seed += 1_000_003 * rank  # independent inclusion coins on every process
+        for p in module.parameters():
+            torch.distributed.broadcast(p.data, src=0)
     loader_gen = torch.Generator().manual_seed(loader_seed)
-    dp_loader = DPDataLoader.from_data_loader(data_loader, generator=loader_gen)
-    if dp_loader.sample_rate != sample_rate:  # an explicit sample rate
-        dp_loader = DPDataLoader(dataset, sample_rate=sample_rate,
-                                 collate_fn=data_loader.collate_fn,
-                                 num_workers=data_loader.num_workers, generator=loader_gen)
+    if distributed:
+        dp_loader = _distributed_loader(data_loader, sample_rate, loader_gen)
+    else:
+        dp_loader = DPDataLoader.from_data_loader(data_loader, generator=loader_gen)
+        if dp_loader.sample_rate != sample_rate:  # an explicit sample rate
+            dp_loader = DPDataLoader(dataset, sample_rate=sample_rate,
+                                     collate_fn=data_loader.collate_fn,
+                                     num_workers=data_loader.num_workers, generator=loader_gen)
     gs_module = GradSampleModule(module, batch_first=True, loss_reduction=loss_reduction)
     private_opt = QShiftDPOptimizer(
         optimizer, noise_multiplier=sigma, max_grad_norm=clip,
@@ -357,7 +410,7 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         steps=steps, variance_floor=variance_floor, noise_floor_multiplier=floor,
         adaptive_clipping=adaptive, generator=gen, secure_mode=secure_mode, ledger=ledger,
         outcome_range=sens.observable_ranges[0] if sens is not None else None,
-        loss_reduction=loss_reduction,
+        loss_reduction=loss_reduction, distributed=distributed,
     )
     private_opt.sensitivity = sens
     return gs_module, private_opt, dp_loader

@@ -147,6 +147,10 @@ class QShiftDPOptimizer(DPOptimizer):
         outcome_range: ``(lo, hi)`` of every single-shot outcome of the measured observable
             (the adaptive bound's range; default ``(-1, 1)``, Pauli words).
         loss_reduction: ``"mean"`` or ``"sum"`` (as in Opacus).
+        distributed: data-parallel training on an initialised ``torch.distributed`` process
+            group: each process clips the per-example gradients of its share of the Poisson
+            batch, the clipped sums are all-reduced, and the noise is drawn once (by rank 0)
+            and shared, so every process takes the same step.
 
     Raises:
         ValueError: for invalid σ, C, batch size, credit settings or adaptive-clipping
@@ -177,7 +181,8 @@ class QShiftDPOptimizer(DPOptimizer):
                  noise_floor_multiplier: float | None = None, adaptive_clipping=None,
                  generator: torch.Generator | None = None, secure_mode: bool = False,
                  ledger: PrivacyLedger | None = None, confidence: str = "gaussian",
-                 outcome_range=None, loss_reduction: str = "mean"):
+                 outcome_range=None, loss_reduction: str = "mean",
+                 distributed: bool = False):
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise TypeError(f"`optimizer` must be a torch.optim.Optimizer. Found "
                             f"{type(optimizer).__name__}.")
@@ -257,6 +262,14 @@ class QShiftDPOptimizer(DPOptimizer):
         self.z = (confidence_multiplier(beta=beta, steps=int(steps), coordinates=num_credit,
                                         method=confidence) if adaptive else None)
 
+        self.distributed = bool(distributed)
+        if self.distributed:
+            if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+                raise ValueError("distributed=True needs an initialised torch.distributed "
+                                 "process group (e.g. launched by torchrun).")
+            if credit != "none":
+                raise NotImplementedError(f"credit={credit!r} is not supported with "
+                                          f"distributed training; use credit='none'.")
         self.adaptive_clipping = None
         if adaptive_clipping is not None:
             self._configure_adaptive(dict(adaptive_clipping), sigma, float(expected_batch_size))
@@ -296,9 +309,31 @@ class QShiftDPOptimizer(DPOptimizer):
 
     # ------------------------------------------------------------------ noise
     def _standard_normal(self, n: int) -> torch.Tensor:
-        if self.secure_mode:
-            return torch.as_tensor(secure_normal(n))
-        return torch.randn(n, generator=self.generator, dtype=torch.float64)
+        """``n`` standard normal draws; in distributed training drawn by rank 0 and shared."""
+        if self.distributed and torch.distributed.get_rank() != 0:
+            z = torch.zeros(n, dtype=torch.float64)
+        elif self.secure_mode:
+            z = torch.as_tensor(secure_normal(n))
+        else:
+            z = torch.randn(n, generator=self.generator, dtype=torch.float64)
+        if self.distributed:
+            torch.distributed.all_reduce(z, op=torch.distributed.ReduceOp.SUM)
+        return z
+
+    def _all_reduce_step(self) -> None:
+        """Distributed: sum the clipped gradients and the step's counts over processes."""
+        ops = torch.distributed
+        for p in self.params:
+            ops.all_reduce(p.summed_grad, op=ops.ReduceOp.SUM)
+        keys = ("batch_examples", "clipped", "certified_bound_violations", "unclipped")
+        counts = torch.tensor([float(self._step_stats.get(k, 0)) for k in keys],
+                              dtype=torch.float64)
+        ops.all_reduce(counts, op=ops.ReduceOp.SUM)
+        ratio = torch.tensor([self._step_stats.get("largest_norm_ratio", 0.0)],
+                             dtype=torch.float64)
+        ops.all_reduce(ratio, op=ops.ReduceOp.MAX)
+        self._step_stats.update({k: int(v) for k, v in zip(keys, counts.tolist(), strict=True)})
+        self._step_stats["largest_norm_ratio"] = float(ratio[0])
 
     # ------------------------------------------------------------------ per-sample gradients
     def _ensure_grad_samples(self) -> int:
@@ -471,6 +506,8 @@ class QShiftDPOptimizer(DPOptimizer):
         if self._check_skip_next_step():
             self._is_last_step_skipped = True
             return False
+        if self.distributed:
+            self._all_reduce_step()
         self.add_noise()
         self.scale_grad()
         if self.step_hook:

@@ -136,7 +136,7 @@ class TestPersistence:
     def ledger(self):
         ledger = make(
             credit_mode="adaptive",
-            beta=1e-3,
+            beta=1e-7,
             adjacency="replace_one",
             dataset_size=1000,
             preprocessing_note="The mean of the training data.",
