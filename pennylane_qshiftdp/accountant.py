@@ -48,7 +48,7 @@ __all__ = ["PrivacyLedger", "ADJACENCIES", "CREDIT_MODES", "FORMAT_VERSION"]
 #: Neighbouring-dataset relations. ``replace_one`` requires Δ to include the factor 2.
 ADJACENCIES = ("add_remove", "replace_one")
 
-#: Shot-noise credit modes (DESIGN §5).
+#: Shot-noise credit modes (docs/noise.md).
 CREDIT_MODES = ("none", "depolarizing", "adaptive", "isotropic")
 
 #: Version of the ``state_dict`` / JSON layout written by :meth:`PrivacyLedger.state_dict`.
@@ -192,7 +192,7 @@ class PrivacyLedger:
         adjacency: ``"add_remove"`` (neighbours differ by adding/removing one example; Opacus's
             convention) or ``"replace_one"`` (one example replaced; Δ doubled by the caller).
         credit_mode: ``"none"``, ``"depolarizing"``, ``"adaptive"`` or ``"isotropic"``
-            (DESIGN §5).
+            (docs/noise.md).
         beta: failure probability β of the adaptive credit: in (0, 1) for ``"adaptive"``,
             exactly 0 otherwise.
         accountant: ``"rdp"`` (Opacus ``RDPAccountant``, default) or ``"prv"``.
@@ -411,6 +411,16 @@ class PrivacyLedger:
     def extra(self) -> dict[str, Any] | None:
         """A copy of the extra metadata."""
         return None if self._extra is None else json.loads(json.dumps(self._extra))
+
+    def extra_update(self, items: dict[str, Any]) -> None:
+        """Add JSON-able metadata (e.g. provenance) to :attr:`extra`.
+
+        Raises:
+            TypeError: if ``items`` is not a JSON-able dict.
+        """
+        merged = dict(self._extra or {})
+        merged.update(items)
+        self._extra = _normalise_extra(merged)
 
     # ------------------------------------------------------------------ accounting
     @property
@@ -775,10 +785,12 @@ class PrivacyLedger:
             )
 
         if self._preprocessing_note:
-            lines.append(
-                f"Preprocessing (NOT protected): {self._preprocessing_note} These data-dependent "
-                f"statistics are not covered by the guarantee."
-            )
+            note = self._preprocessing_note.strip()
+            if not note.endswith((".", "!", "?")):
+                note += "."
+            if "not protected" not in note.lower() and "not covered" not in note.lower():
+                note += " These data-dependent statistics are not covered by the guarantee."
+            lines.append(f"Preprocessing (NOT protected): {note}")
         else:
             lines.append(
                 "Preprocessing: declared data-independent; the guarantee covers the whole "
@@ -788,7 +800,13 @@ class PrivacyLedger:
         if randomness:
             lines.append(f"Randomness: {randomness}")
         if self._extra:
-            lines.append(f"Details: {json.dumps(self._extra, sort_keys=True)}")
+            versions = self._extra.get("versions")
+            if versions:
+                lines.append("Software: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
+            details = {k: v for k, v in self._extra.items()
+                       if k not in ("versions", "provenance", "randomness")}
+            if details:
+                lines.append(f"Details: {json.dumps(details, sort_keys=True)}")
         return "\n".join(lines)
 
     def _credit_text(self) -> str:

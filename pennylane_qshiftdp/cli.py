@@ -72,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_noise_parser(subparsers)
     _add_epsilon_parser(subparsers)
     _add_train_parser(subparsers)
+    _add_audit_parser(subparsers)
     return parser
 
 
@@ -94,6 +95,9 @@ def _add_train_parser(subparsers) -> None:
                    help="digits, breast_cancer, iris, wine or csv (default: %(default)s)")
     p.add_argument("--csv", dest="csv_path", default=None, help="CSV file (with --dataset csv)")
     p.add_argument("--label-column", default=None, help="label column of the CSV file")
+    p.add_argument("--classes", default=None, type=_classes,
+                   help="two classes NEGATIVE,POSITIVE (labels or names, e.g. 1,2 or "
+                   "versicolor,virginica); default: the data set's first two classes")
     p.add_argument("--preprocessing", default=d.preprocessing,
                    help="fixed (data-independent) or standardize_pca (default: %(default)s)")
     p.add_argument("--epsilon", type=float, default=d.epsilon,
@@ -151,6 +155,48 @@ def _add_train_parser(subparsers) -> None:
     p.set_defaults(func=_run_train)
 
 
+def _classes(text: str) -> tuple:
+    """``--classes NEG,POS``: two class labels (numbers where they parse as numbers)."""
+    parts = [t.strip() for t in text.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise argparse.ArgumentTypeError(f"must be two classes NEGATIVE,POSITIVE, not {text!r}")
+
+    def value(t):
+        try:
+            return int(t)
+        except ValueError:
+            try:
+                return float(t)
+            except ValueError:
+                return t
+
+    return tuple(value(t) for t in parts)
+
+
+#: Parameter names in library messages -> the ``qshiftdp train`` flag that sets them.
+_TRAIN_FLAGS = {"n_features": "--qubits", "name": "--dataset", "csv_path": "--csv",
+                "label_column": "--label-column", "classes": "--classes",
+                "expected_batch_size": "--batch-size", "target_epsilon": "--epsilon",
+                "target_delta": "--delta", "epsilon": "--epsilon", "delta": "--delta",
+                "lr": "--lr", "shots": "--shots", "n_qubits": "--qubits", "layers": "--layers",
+                "beta": "--beta", "variance_floor": "--variance-floor",
+                "max_grad_norm": "--max-grad-norm", "depolarizing": "--depolarizing",
+                "classical_max_grad_norm": "--classical-max-grad-norm",
+                "proven_epsilon_factor": "--proven-epsilon-factor", "epochs": "--epochs",
+                "preprocessing": "--preprocessing", "credit": "--credit", "model": "--model"}
+
+
+def _flag_names(message: str) -> str:
+    """Replace backticked parameter names by the flags of ``qshiftdp train``."""
+    import re
+
+    def sub(m):
+        return f"`{_TRAIN_FLAGS.get(m.group(1), m.group(1))}`"
+
+    message = re.sub(r"`([a-z_]+)`", sub, message)
+    return re.sub(r"\b(name|classes)='", lambda m: f"{_TRAIN_FLAGS[m.group(1)]}='", message)
+
+
 def _clip_norm(text: str):
     """``--max-grad-norm``: 'certified', 'adaptive' or a positive number."""
     if text in ("certified", "adaptive"):
@@ -173,7 +219,10 @@ def _run_train(args) -> int:
     if fields.get("shots") == 0:
         fields["shots"] = None
     config = TrainConfig(**fields)
-    result = train(config, progress=not args.no_progress, resume=args.resume)
+    try:
+        result = train(config, progress=not args.no_progress, resume=args.resume)
+    except (ValueError, TypeError, NotImplementedError) as err:
+        raise _CLIError(_flag_names(str(err))) from err
     print()
     print(result.statement)
     print()
@@ -355,6 +404,131 @@ def _run_epsilon(args) -> int:
         f"{args.sample_rate:g}, steps = {args.steps}, accountant = {args.accountant}"
     )
     return 0
+
+
+# --------------------------------------------------------------------------- audit
+def _add_audit_parser(subparsers) -> None:
+    """Register ``qshiftdp audit``: empirical privacy audit of one private step."""
+    p = subparsers.add_parser(
+        "audit",
+        help="audit one private step empirically (canary, Clopper-Pearson lower bound on ε)",
+        description="Run one private step (make_private, q = 1) many times on a data set D and "
+        "on D plus a canary, in the one-qubit setting RY(x) RY(θ), <Z>, θ = 0.3, 30 examples "
+        "of maximal shot variance and a zero-variance canary with label 1/4; score every "
+        "release (projection on the canary's gradient, distance from the shot lattice) and "
+        "print a split-half Clopper-Pearson lower bound on ε beside the claimed proven and "
+        "credited ε. Exit status 1 if a proven claim is refuted.",
+    )
+    p.add_argument("--credit", default="none",
+                   choices=["none", "depolarizing", "adaptive", "isotropic", "all"],
+                   help="shot-noise credit mode; 'all' audits every credit mode and Opacus's "
+                   "fixed (--clip-norm) and adaptive clipping (default: %(default)s)")
+    p.add_argument("--max-grad-norm", default="certified",
+                   help="'certified', 'adaptive' or a positive number (default: %(default)s)")
+    p.add_argument("--clip-norm", type=float, default=0.5,
+                   help="fixed clip norm audited by --credit all (default: %(default)s)")
+    p.add_argument("--shots", type=int, nargs="+", default=[2],
+                   help="shots Ns per shifted circuit; several values audit each (default: 2)")
+    p.add_argument("--trials", type=int, default=2000,
+                   help="trials per data set (default: %(default)s)")
+    p.add_argument("--epsilon", type=float, default=2.0,
+                   help="target ε in nats (default: %(default)s)")
+    p.add_argument("--delta", type=float, default=1e-5, help="target δ (default: %(default)s)")
+    p.add_argument("--beta", type=float, default=1e-3,
+                   help="β of the adaptive and isotropic credits (default: %(default)s)")
+    p.add_argument("--depolarizing", type=float, default=None,
+                   help="PennyLane DepolarizingChannel q before the measurement (default.mixed; "
+                   "v_min proven by qprldp_core.certify_device); default 0.25 with --credit "
+                   "depolarizing, else 0")
+    p.add_argument("--confidence", type=float, default=0.95,
+                   help="joint confidence of the lower bounds (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="seeds every trial (default: %(default)s)")
+    p.add_argument("--output-dir", default=None,
+                   help="write audit.json and one score histogram (PNG) per configuration here")
+    _add_json_arg(p)
+    p.set_defaults(func=_run_audit)
+
+
+def _run_audit(args) -> int:
+    from pathlib import Path
+
+    from .audit import SETTING_MODES, audit_setting
+
+    if args.trials < 4:
+        raise _CLIError(f"--trials must be at least 4 (half select the threshold, half "
+                        f"evaluate it). Found {args.trials}.")
+    if any(s < 1 for s in args.shots):
+        raise _CLIError(f"--shots must be positive integers. Found {args.shots}.")
+    if not 0.0 < args.confidence < 1.0:
+        raise _CLIError(f"--confidence must be in (0, 1). Found {args.confidence}.")
+    if args.depolarizing is not None and not 0.0 <= args.depolarizing <= 0.75:
+        raise _CLIError(f"--depolarizing must be in [0, 0.75]. Found {args.depolarizing}.")
+    if not (args.epsilon > 0 and math.isfinite(args.epsilon)):
+        raise _CLIError(f"--epsilon must be a positive finite number. Found {args.epsilon}.")
+    if not 0.0 < args.delta < 1.0:
+        raise _CLIError(f"--delta must be in (0, 1). Found {args.delta}.")
+    clip = args.max_grad_norm
+    if clip not in ("certified", "adaptive"):
+        try:
+            clip = float(clip)
+        except ValueError:
+            clip = None
+        if clip is None or not (clip > 0 and math.isfinite(clip)):
+            raise _CLIError(f"--max-grad-norm must be 'certified', 'adaptive' or a positive "
+                            f"number. Found {args.max_grad_norm!r}.")
+    if args.credit == "all":
+        if args.max_grad_norm != "certified":
+            raise _CLIError(f"--credit all audits every mode with its own clipping; drop "
+                            f"--max-grad-norm. Found {args.max_grad_norm!r}.")
+        if not (args.clip_norm > 0 and math.isfinite(args.clip_norm)):
+            raise _CLIError(f"--clip-norm must be a positive finite number. Found "
+                            f"{args.clip_norm}.")
+        configs = [{"mode": m} for m in SETTING_MODES]
+    else:
+        configs = [{"credit": args.credit, "max_grad_norm": clip}]
+    out_dir = Path(args.output_dir) if args.output_dir is not None else None
+    results = []
+    for shots in args.shots:
+        for cfg in configs:
+            r = audit_setting(**cfg, shots=shots, trials=args.trials, seed=args.seed,
+                              target_epsilon=args.epsilon, target_delta=args.delta,
+                              beta=args.beta, depolarizing=args.depolarizing,
+                              clip_norm=args.clip_norm, confidence=args.confidence)
+            if out_dir is not None and not r.refused:
+                from .audit import plot_audit
+
+                name = "".join(c if c.isalnum() or c in "._-" else "_" for c in r.label)
+                plot_audit(r, out_dir / f"audit_{name}_Ns{shots}.png")
+            results.append((shots, r))
+            if not args.json:
+                print(f"  {r}", file=sys.stderr)
+    rows = [{"shots": s, **r.as_dict()} for s, r in results]
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "audit.json").write_text(json.dumps({"results": rows}, indent=2))
+    if args.json:
+        print(json.dumps({"results": rows}, indent=2))
+    else:
+        _print_audit_table(results)
+        if out_dir is not None:
+            print(f"outputs: {out_dir}")
+    return 1 if any(r.proven_refuted for _, r in results) else 0
+
+
+def _print_audit_table(results) -> None:
+    def f(x):
+        return "-" if x is None else f"{x:.3f}"
+
+    print("| mode | Ns | trials | claimed proven ε | claimed credited ε | δ (+β) | audited ε ≥ "
+          "(projection / lattice) | verdict | s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for shots, r in results:
+        per = " / ".join(f(b.epsilon_lower_bound) for b in r.bounds.values()) or "-"
+        dlt = f"{r.delta:g}" + (f" + {r.beta:g}" if r.beta else "")
+        verdict = r.verdict if not r.refused else f"refused: {r.message}"
+        print(f"| {r.label} | {shots} | {r.trials} | {f(r.claimed_epsilon)} | "
+              f"{f(r.credited_epsilon)} | {dlt} | {f(r.epsilon_lower_bound) if not r.refused else '-'}"
+              f" ({per}) | {verdict} | {r.seconds:.1f} |")
 
 
 # --------------------------------------------------------------------------- shared

@@ -403,8 +403,9 @@ def _resolve_classes(name, classes, labels, label_names):
             if len(present) != 2:
                 raise ValueError(
                     f"The label column must be binary, but {len(present)} "
-                    f"class{'es' if len(present) != 1 else ''} were found: {shown}. "
-                    f"Pass `classes=(negative, positive)` to select two of them."
+                    f"{'classes were' if len(present) != 1 else 'class was'} found: {shown}. "
+                    f"Select two of them with `classes=(negative, positive)` (command line: "
+                    f"--classes NEGATIVE,POSITIVE)."
                 )
             return present[0], present[1]
         return _DEFAULT_CLASSES[name]

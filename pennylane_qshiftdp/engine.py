@@ -5,7 +5,8 @@ It returns Opacus's triple ``(module, optimizer, data_loader)``: the module wrap
 :mod:`~pennylane_qshiftdp.quantum_layer` computes those of the quantum weights from the private
 parameter-shift transform), a :class:`~pennylane_qshiftdp.optimizer.QShiftDPOptimizer` (an
 Opacus ``DPOptimizer``: per-example clipping in ``step()``, Gaussian noise, the ledger) and a
-Poisson-sampling :class:`opacus.data_loader.DPDataLoader`. σ is calibrated by an Opacus
+Poisson-sampling loader (Opacus's ``UniformWithReplacementSampler``, empty batches supported, as
+:class:`opacus.data_loader.DPDataLoader`). σ is calibrated by an Opacus
 accountant for (ε, δ, epochs) and charged to the :class:`~.PrivacyLedger`.
 
 The guarantee holds for any loss and any training loop: clipping at ``C`` is enforced in the
@@ -24,10 +25,13 @@ import warnings
 import pennylane as qml
 import torch
 from opacus import GradSampleModule
-from opacus.data_loader import DPDataLoader, dtype_safe, shape_safe, wrap_collate_with_empty
-from opacus.utils.uniform_sampler import DistributedUniformWithReplacementSampler
-from torch.utils.data._utils.collate import default_collate
+from opacus.data_loader import dtype_safe, shape_safe, wrap_collate_with_empty
 from opacus.grad_sample.grad_sample_module import GradSampleModule as _GSM
+from opacus.utils.uniform_sampler import (
+    DistributedUniformWithReplacementSampler,
+    UniformWithReplacementSampler,
+)
+from torch.utils.data._utils.collate import default_collate
 
 from . import quantum_layer
 from ._validation import check_epsilon, check_positive_float, check_sample_rate
@@ -47,6 +51,9 @@ CLIP_MODES = ("certified", "adaptive")
 #: With shot-noise credit, the artificial noise never drops below the level that alone gives
 #: ε = factor × target ε (docs/noise.md, "Noise floor").
 DEFAULT_PROVEN_EPSILON_FACTOR = 1.5
+
+# Above this target ε (nats) make_private warns that the guarantee protects little.
+_WEAK_EPSILON = 10.0
 
 
 def _torch_layers(module: torch.nn.Module) -> list[qml.qnn.TorchLayer]:
@@ -98,6 +105,30 @@ def _layer_sensitivity(module, layer, example, *, loss, adjacency, jacobian_boun
                        **{layer.input_arg: x0}, **weights)
 
 
+class _CountingBatchSampler:
+    """A Poisson batch sampler that counts the batches it yields.
+
+    The optimizer warns when a step used no batch drawn from it (a loop over another loader
+    would void the ledger's Poisson-sampling assumption). Opacus's ``BatchMemoryManager``
+    splits the batches of this sampler, so it keeps counting there too.
+    """
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.batches_drawn = 0
+
+    def __iter__(self):
+        for batch in self.inner:
+            self.batches_drawn += 1
+            yield batch
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
 class _DistributedPoissonSampler(DistributedUniformWithReplacementSampler):
     """Opacus's distributed Poisson sampler, yielding empty local batches too.
 
@@ -119,18 +150,38 @@ class _DistributedPoissonSampler(DistributedUniformWithReplacementSampler):
             yield indices[mask.nonzero(as_tuple=False).reshape(-1)]
 
 
-def _distributed_loader(data_loader, sample_rate, generator):
+def _poisson_loader(data_loader, sample_rate: float, generator, distributed: bool):
+    """Opacus's Poisson sampling (as ``DPDataLoader``), with a counting batch sampler."""
     dataset = data_loader.dataset
-    sampler = _DistributedPoissonSampler(total_size=len(dataset), sample_rate=sample_rate,
-                                         generator=generator)
+    if distributed:
+        inner = _DistributedPoissonSampler(total_size=len(dataset), sample_rate=sample_rate,
+                                           generator=generator)
+    else:
+        inner = UniformWithReplacementSampler(num_samples=len(dataset), sample_rate=sample_rate,
+                                              generator=generator)
     collate = wrap_collate_with_empty(
         collate_fn=data_loader.collate_fn or default_collate,
         sample_empty_shapes=[(0, *shape_safe(x)) for x in dataset[0]],
         dtypes=[dtype_safe(x) for x in dataset[0]])
-    loader = torch.utils.data.DataLoader(dataset, batch_sampler=sampler, collate_fn=collate,
-                                         num_workers=data_loader.num_workers)
+    loader = torch.utils.data.DataLoader(
+        dataset, batch_sampler=_CountingBatchSampler(inner), collate_fn=collate,
+        num_workers=data_loader.num_workers, pin_memory=data_loader.pin_memory)
     loader.sample_rate = sample_rate
     return loader
+
+
+def _versions() -> dict:
+    """Versions of the packages the guarantee depends on (for the ledger's provenance)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in ("pennylane-qshiftdp", "pennylane", "pennylane-lightning", "opacus", "torch",
+                 "numpy", "scipy"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
 
 
 def _randomness(secure_mode: bool, seed) -> str:
@@ -203,7 +254,8 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         preprocessing_note: which data-dependent preprocessing is not protected.
 
     Returns:
-        tuple: ``(GradSampleModule, QShiftDPOptimizer, DPDataLoader)``; ``optimizer.ledger``
+        tuple: ``(GradSampleModule, QShiftDPOptimizer, DataLoader)`` — the loader
+        Poisson-samples with rate q (``loader.sample_rate``); ``optimizer.ledger``
         holds the accounting and ``optimizer.sensitivity`` the certified bound (or ``None``).
 
     Raises:
@@ -347,6 +399,12 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
     sigma = calibrate_noise_multiplier(target_epsilon=target_epsilon, target_delta=target_delta,
                                        sample_rate=sample_rate, steps=steps,
                                        accountant=accountant)
+    if target_epsilon > _WEAK_EPSILON:
+        warnings.warn(
+            f"target_epsilon = {target_epsilon:g} nats (σ = {sigma:.3g}): a likelihood ratio up "
+            f"to e^ε = {math.exp(min(target_epsilon, 700)):.3g} between neighbouring data sets "
+            f"protects little. Typical private training uses ε between 0.1 and {_WEAK_EPSILON:g}.",
+            PrivacyWarning, stacklevel=2)
     floor = None
     if credit != "none":
         if not (math.isfinite(proven_epsilon_factor) and proven_epsilon_factor > 1.0):
@@ -359,6 +417,7 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
             target_epsilon=proven_epsilon_factor * target_epsilon, target_delta=target_delta,
             sample_rate=sample_rate, steps=steps, accountant=accountant)
     extra = {
+        "versions": _versions(),
         "clipping": clip_info,
         "variance_floor": variance_floor,
         "variance_floor_source": variance_floor_source,
@@ -393,14 +452,7 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         for p in module.parameters():
             torch.distributed.broadcast(p.data, src=0)
     loader_gen = torch.Generator().manual_seed(loader_seed)
-    if distributed:
-        dp_loader = _distributed_loader(data_loader, sample_rate, loader_gen)
-    else:
-        dp_loader = DPDataLoader.from_data_loader(data_loader, generator=loader_gen)
-        if dp_loader.sample_rate != sample_rate:  # an explicit sample rate
-            dp_loader = DPDataLoader(dataset, sample_rate=sample_rate,
-                                     collate_fn=data_loader.collate_fn,
-                                     num_workers=data_loader.num_workers, generator=loader_gen)
+    dp_loader = _poisson_loader(data_loader, sample_rate, loader_gen, distributed)
     gs_module = GradSampleModule(module, batch_first=True, loss_reduction=loss_reduction)
     private_opt = QShiftDPOptimizer(
         optimizer, noise_multiplier=sigma, max_grad_norm=clip,
@@ -413,4 +465,5 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         loss_reduction=loss_reduction, distributed=distributed,
     )
     private_opt.sensitivity = sens
+    private_opt.attach_loader(dp_loader)
     return gs_module, private_opt, dp_loader

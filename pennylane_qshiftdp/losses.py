@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import abc
 import math
+import warnings
 
 import torch
 
 from ._validation import check_nonnegative_float, check_positive_float
-from .exceptions import SensitivityError
+from .exceptions import PrivacyWarning, SensitivityError
 
 __all__ = [
     "BoundedLoss",
@@ -124,10 +125,17 @@ class LinearLoss(BoundedLoss):
 
     def __call__(self, outputs, targets):
         outputs, targets = _as_2d(outputs), _as_2d(targets).to(outputs.dtype)
-        if targets.abs().max() > 1:
+        if targets.numel() and targets.abs().max() > 1:
             raise ValueError(
                 f"`targets` of LinearLoss must lie in [-1, 1]. Found {targets.abs().max().item()}."
             )
+        if (targets.numel() > 1 and bool(((targets == 0) | (targets == 1)).all())
+                and bool((targets == 0).any()) and not getattr(self, "_warned_01", False)):
+            self._warned_01 = True
+            warnings.warn(
+                "LinearLoss got targets in {0, 1}: examples with target 0 contribute no "
+                "gradient (ℓ = −y·f). Map the labels to {−1, +1} (e.g. y = 2·label − 1).",
+                PrivacyWarning, stacklevel=2)
         return -(targets * outputs).mean(dim=1)
 
     def grad_bounds(self, *, output_range, num_outputs):

@@ -1,4 +1,4 @@
-r"""Shot-noise credit and Gaussian top-up arithmetic (pure functions; DESIGN §5).
+r"""Shot-noise credit and Gaussian top-up arithmetic (pure functions; docs/noise.md).
 
 Per coordinate :math:`k` the released sum :math:`\sum_j g_j + z` must carry Gaussian noise of
 variance at least :math:`\sigma^2\Delta^2`. Part of it is already there: the shot noise of the

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 
 import numpy as np
 import torch
@@ -36,7 +37,7 @@ from opacus.optimizers import DPOptimizer
 
 from ._validation import check_beta, check_nonnegative_float, check_positive_float
 from .accountant import PrivacyLedger
-from .exceptions import PrivacyBudgetExceededError, SensitivityError
+from .exceptions import PrivacyBudgetExceededError, PrivacyWarning, SensitivityError
 from .noise import CREDIT_MODES, confidence_multiplier, shot_noise_credit
 from .shot_statistics import ShotRecorder
 
@@ -278,7 +279,14 @@ class QShiftDPOptimizer(DPOptimizer):
         self.last_record: StepRecord | None = None
         self._step_stats: dict = {}
         self._scale_iterations = 1
+        self._loader = None
+        self._loader_count = 0
+        self._warned_loader = False
 
+    def attach_loader(self, loader) -> None:
+        """The Poisson loader whose batches the steps must come from (warns otherwise)."""
+        self._loader = loader.batch_sampler
+        self._loader_count = getattr(self._loader, "batches_drawn", 0)
     # ------------------------------------------------------------------ configuration
     def _configure_adaptive(self, cfg, sigma, expected_batch_size):
         if len(self.clip_groups) != 1:
@@ -319,6 +327,21 @@ class QShiftDPOptimizer(DPOptimizer):
         if self.distributed:
             torch.distributed.all_reduce(z, op=torch.distributed.ReduceOp.SUM)
         return z
+
+    def _check_loader(self) -> None:
+        """Warn once when a step used no batch of the Poisson loader make_private returned."""
+        if self._loader is None:
+            return
+        drawn = getattr(self._loader, "batches_drawn", 0)
+        if drawn == self._loader_count and not self._warned_loader:
+            self._warned_loader = True
+            warnings.warn(
+                "optimizer.step() was called without drawing a batch from the Poisson-sampling "
+                "loader returned by make_private: the ledger's ε assumes Poisson sampling at "
+                f"rate q = {self.ledger.sample_rate if self.ledger else '?'} and does not hold "
+                "for batches from another loader. Iterate the returned loader.",
+                PrivacyWarning, stacklevel=3)
+        self._loader_count = drawn
 
     def _all_reduce_step(self) -> None:
         """Distributed: sum the clipped gradients and the step's counts over processes."""
@@ -506,6 +529,7 @@ class QShiftDPOptimizer(DPOptimizer):
         if self._check_skip_next_step():
             self._is_last_step_skipped = True
             return False
+        self._check_loader()
         if self.distributed:
             self._all_reduce_step()
         self.add_noise()

@@ -68,6 +68,7 @@ class TrainConfig:
     model: str = "quantum"  # "quantum" or "hybrid" (Linear -> angles -> TorchLayer -> Linear)
     classical_max_grad_norm: float = 1.0  # clip norm of a hybrid model's classical layers
     proven_epsilon_factor: float = 1.5  # credit modes: proven ε <= factor × target ε
+    classes: tuple | None = None  # (negative, positive) classes; None: the data set's default
 
 
 @dataclasses.dataclass
@@ -84,6 +85,19 @@ class TrainResult:
     output_dir: str | None
     stopped_early: str | None = None
     credited_epsilon: float = math.inf
+
+
+def _provenance(data) -> dict:
+    """Command line and SHA-256 of the training data (ledger provenance)."""
+    import hashlib
+    import sys
+
+    digest = hashlib.sha256()
+    for arr in (data.X_train, data.y_train):
+        digest.update(np.ascontiguousarray(arr, dtype=np.float64).tobytes())
+    return {"command_line": list(sys.argv), "dataset": data.name,
+            "training_data_sha256": digest.hexdigest(),
+            "training_examples": int(len(data.y_train))}
 
 
 def _seed_for(seed, epoch, stream):
@@ -117,7 +131,8 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
 
     data = load_dataset(config.dataset, n_features=config.qubits, seed=config.seed,
                         test_size=config.test_size, preprocessing=config.preprocessing,
-                        csv_path=config.csv_path, label_column=config.label_column)
+                        csv_path=config.csv_path, label_column=config.label_column,
+                        classes=config.classes)
     if math.isnan(config.epsilon):
         raise ValueError("`epsilon` must be a positive number or inf (no noise). Found nan.")
     if not (math.isfinite(config.lr) and config.lr > 0):
@@ -167,6 +182,7 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
             seed=None if config.secure_mode else config.seed, secure_mode=config.secure_mode,
             preprocessing_note=data.preprocessing_note,
         )
+        opt.ledger.extra_update({"provenance": _provenance(data)})
         noise_gen, sampler_gen = opt.generator, train_loader.batch_sampler.generator
     else:
         pmodel, opt = model, sgd
@@ -176,13 +192,24 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
 
     out_dir = Path(config.output_dir) if config.output_dir else None
     start_epoch, metrics, records = 0, [], []
+    if not resume and out_dir is not None and any(
+            (out_dir / f).exists() for f in ("ledger.json", "checkpoint.pt")):
+        raise ValueError(
+            f"--output-dir {out_dir} already holds a run (ledger.json or checkpoint.pt). Pass "
+            f"--resume to continue it, or choose a new --output-dir; a ledger is never "
+            f"overwritten.")
     if resume:
         if out_dir is None or not (out_dir / "checkpoint.pt").exists():
             raise ValueError(f"--resume needs a checkpoint in `output_dir`. Found none in "
                              f"{out_dir}.")
         ckpt = torch.load(out_dir / "checkpoint.pt", weights_only=False)
-        if ckpt["config"] != dataclasses.asdict(config):
-            raise ValueError("--resume needs the same settings as the interrupted run.")
+        saved, now = ckpt["config"], dataclasses.asdict(config)
+        differ = [f"--{k.replace('_', '-')}: {saved.get(k)!r} (interrupted run) vs "
+                  f"{now.get(k)!r} (now)" for k in sorted(set(saved) | set(now))
+                  if saved.get(k) != now.get(k)]
+        if differ:
+            raise ValueError("--resume needs the same settings as the interrupted run; these "
+                             "differ: " + "; ".join(differ) + ".")
         model.load_state_dict(ckpt["model"])
         sgd.load_state_dict(ckpt["optimizer"])
         if private:

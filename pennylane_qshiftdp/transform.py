@@ -271,11 +271,13 @@ def _pennylane_tapes(tape, argnum=None, shifts=None, gradient_recipes=None, f0=N
             f"{op.name}(wires={op.wires.tolist()})"
             for op in tape.operations
             if op.grad_method != "A" and any(qml.math.requires_grad(d) for d in op.data)
-        ] or [str(err)]
+        ]
+        what = (f"the gate(s) {', '.join(gates)} have none and no decomposition into gates "
+                f"that do" if gates else f"PennyLane reports: {str(err).rstrip('.')}")
         raise ValueError(
-            f"{_TRANSFORM_NAME} needs a parameter-shift rule for every trainable gate, and "
-            f"{', '.join(gates)} has none and no decomposition into gates that do. Its gradient "
-            f"has no a-priori bound, so it cannot be privatised without clipping."
+            f"{_TRANSFORM_NAME} needs a parameter-shift rule for every trainable gate; {what}. "
+            f"Such a gradient has no a-priori bound, so it cannot be privatised without "
+            f"clipping."
         ) from err
 
 

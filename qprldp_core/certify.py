@@ -9,7 +9,7 @@ A :class:`Certificate` states one of three things about a channel :math:`\mathca
 * ``side == "lower_bound"``: :math:`\delta^*(\varepsilon) \ge \delta` (a witness pair attains δ);
   the channel is *not* (ε, δ′)-private for δ′ < δ. This is never a privacy certificate.
 
-Closed forms (DESIGN §6; derived here, proofs in the function docstrings and ``docs/qprldp.md``):
+Closed forms (derived here, proofs in the function docstrings and ``docs/qprldp.md``):
 global depolarizing :math:`\mathcal D_p` on dimension d, p ∈ [0, 1],
 :math:`\varepsilon_0 = \ln(1 + d(1-p)/p)`:
 
@@ -199,7 +199,7 @@ def _dep_qldp_delta(p: float, d: int, eps: float) -> float:
 
 
 def _dep_qprldp_kstar(p: float, d: int, eps: float) -> int:
-    """k* of DESIGN §6; 0 means ε ≥ ε₀ (δ* = 0)."""
+    """k* of the QPrLDP closed form (docs/qprldp.md); 0 means ε ≥ ε₀ (δ* = 0)."""
     if p == 0.0:
         return d - 1  # identity channel: every ε is below ε₀ = ∞
     if p >= 1.0:
@@ -541,7 +541,7 @@ def qprldp_certificate(
 ) -> Certificate:
     r"""QPrLDP certificate of ``channel`` at ε (sup of the violation probability).
 
-    * Global :math:`\mathcal D_p` (p ∈ [0, 1], or d = 2): exact (DESIGN §6),
+    * Global :math:`\mathcal D_p` (p ∈ [0, 1], or d = 2): exact (docs/qprldp.md),
       δ = 0 if ε ≥ ε₀ = ln(1 + d(1 − p)/p), else (1 − p) + p k*/d with
       x = d(1 − p)/((e^ε − 1)p), k* = min(d − 1, ⌈x⌉ − 1); witness ρ uniform on k* basis states,
       σ an orthogonal basis state. Derivation (derived here): for that pair,
@@ -906,7 +906,7 @@ def certify_device(
         ValueError: for invalid ε or δ.
 
     References:
-        Derived here; PennyLane ``DepolarizingChannel`` convention p = 4q/3 (DESIGN §2).
+        Derived here; PennyLane ``DepolarizingChannel`` convention p = 4q/3.
 
     Example:
         >>> import pennylane as qml

@@ -1,6 +1,6 @@
 r"""Quantum channels from Kraus operators, and the depolarizing family.
 
-Convention (DESIGN §2, fixed): the depolarizing channel on dimension d is
+Convention (fixed): the depolarizing channel on dimension d is
 
 .. math::
 
@@ -448,7 +448,7 @@ def depolarizing(p: float, d: int = 2, *, atol: float = DEFAULT_ATOL) -> Channel
     r"""Global depolarizing channel :math:`\mathcal D_p(\rho) = (1-p)\rho + p I/d` on dimension d.
 
     Args:
-        p: depolarizing probability in the CPTP range :math:`[0, d^2/(d^2-1)]` (DESIGN §2
+        p: depolarizing probability in the CPTP range :math:`[0, d^2/(d^2-1)]` (the module's
             convention; for PennyLane's or toqito's parameter use the converters).
         d: dimension, integer ≥ 2.
         atol: tolerance of the trace-preservation check.

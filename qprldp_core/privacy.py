@@ -1,6 +1,6 @@
 r"""QLDP and QPrLDP of a channel: values for a state pair, decisions, and worst-case search.
 
-Definitions (DESIGN §6, nats, :math:`\gamma = e^\varepsilon`): a channel :math:`\mathcal A` is
+Definitions (docs/qprldp.md; nats, :math:`\gamma = e^\varepsilon`): a channel :math:`\mathcal A` is
 
 * (ε, δ)-QLDP if :math:`\sup_{\rho,\sigma} E_{e^\varepsilon}(\mathcal A(\rho)\|\mathcal A(\sigma))
   \le \delta` (Hirche, Rouzé, França, arXiv:2202.10717 (v2), Def. 3.1);

@@ -181,7 +181,7 @@ class TestEpsilon:
 class TestParser:
     def test_subcommands_and_hook(self):
         parser = build_parser()
-        assert set(parser.subparsers.choices) == {"noise", "epsilon", "train"}
+        assert set(parser.subparsers.choices) == {"noise", "epsilon", "train", "audit"}
         args = parser.parse_args(["train", "--epsilon", "2", "--credit", "adaptive"])
         assert args.command == "train" and args.epsilon == 2.0 and args.credit == "adaptive"
 
@@ -213,3 +213,43 @@ class TestParser:
         )
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.startswith("epsilon = 2.10137 (nats)")
+
+
+# ------------------------------------------------------------------ train: flags and footguns
+_TINY_ARGS = ["train", "--device", "default.qubit", "--qubits", "2", "--layers", "1",
+              "--epochs", "1", "--batch-size", "32", "--shots", "50", "--seeded-noise",
+              "--no-progress"]
+
+
+def test_train_errors_name_the_flag(capsys, tmp_path):
+    code = main([*_TINY_ARGS, "--dataset", "nope", "--output-dir", str(tmp_path / "a")])
+    err = capsys.readouterr().err
+    assert code == 2 and "`--dataset` must be one of" in err
+    code = main([*_TINY_ARGS, "--dataset", "csv", "--output-dir", str(tmp_path / "b")])
+    assert code == 2 and "`--csv` is required" in capsys.readouterr().err
+    code = main([*_TINY_ARGS, "--max-grad-norm", "-1", "--output-dir", str(tmp_path / "c")])
+    assert code == 2 and "--max-grad-norm" in capsys.readouterr().err
+
+
+def test_train_refuses_to_overwrite_a_ledger_and_resume_lists_differences(capsys, tmp_path):
+    out = str(tmp_path / "run")
+    assert main([*_TINY_ARGS, "--output-dir", out]) == 0
+    capsys.readouterr()
+    assert main([*_TINY_ARGS, "--output-dir", out]) == 2
+    assert "already holds a run" in capsys.readouterr().err
+    assert main([*_TINY_ARGS, "--output-dir", out, "--resume", "--lr", "0.3"]) == 2
+    err = capsys.readouterr().err
+    assert "--lr: 0.2 (interrupted run) vs 0.3 (now)" in err
+    ledger = json.loads((tmp_path / "run" / "ledger.json").read_text())
+    prov = ledger["extra"]["provenance"]
+    assert len(prov["training_data_sha256"]) == 64 and prov["command_line"]
+    assert ledger["extra"]["versions"]["opacus"] == "1.6.0"
+
+
+def test_train_classes_flag_selects_two_classes(capsys, tmp_path):
+    with pytest.warns(UserWarning, match="Data-dependent preprocessing"):
+        code = main([*_TINY_ARGS, "--dataset", "iris", "--preprocessing", "standardize_pca",
+                     "--classes", "versicolor,virginica", "--output-dir", str(tmp_path / "r")])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "NOT protected" in out.out and "These data-dependent statistics" not in out.out

@@ -155,6 +155,7 @@ def test_unbounded_loss_any_loop_every_contribution_at_most_c(monkeypatch):
     c = opt.max_grad_norm
     assert c == pytest.approx(math.sqrt(12))  # Δ = sqrt(#weights) for ⟨Z0⟩, linear loss
     monkeypatch.setattr(opt, "_standard_normal", lambda n: torch.zeros(n, dtype=torch.float64))
+    monkeypatch.setattr(opt, "_check_loader", lambda: None)  # batches picked by hand here
     x, y = _data(n=12).tensors
     for j in range(3):  # one example at a time: each contribution is at most C
         w0 = layer.weights.detach().clone()
@@ -304,10 +305,11 @@ def test_empty_batches_q_0_05_forty_steps(memory_manager):
     """The issue's smallest input: 5 examples, sample rate 0.05, 40 steps."""
     layer = _layer()
     data = _five_examples()
-    model, opt, loader = qs.make_private(
-        layer, torch.optim.SGD(layer.parameters(), lr=0.1),
-        torch.utils.data.DataLoader(data, batch_size=1), sample_rate=0.05,
-        target_epsilon=200.0, target_delta=1e-3, epochs=2, seed=0)
+    with pytest.warns(qs.PrivacyWarning, match="protects little"):
+        model, opt, loader = qs.make_private(
+            layer, torch.optim.SGD(layer.parameters(), lr=0.1),
+            torch.utils.data.DataLoader(data, batch_size=1), sample_rate=0.05,
+            target_epsilon=200.0, target_delta=1e-3, epochs=2, seed=0)
     assert len(loader) == 20 and opt.expected_batch_size == pytest.approx(0.25)
     w0 = layer.weights.detach().clone()
     _run_empty_batches(model, opt, loader, memory_manager)
@@ -383,3 +385,50 @@ def test_make_qnode_layer_output_shapes_are_torch_layer_shapes():
     assert plain.shape == fused.shape == (3,)
     assert torch.allclose(plain.double(), fused.double(), atol=1e-12)
     assert layer(x[0]).shape == plain[0].shape
+
+
+# ------------------------------------------------------------------ footguns
+def test_iterating_another_loader_warns():
+    layer = _layer()
+    model, opt, loader = qs.make_private(
+        layer, torch.optim.SGD(layer.parameters(), lr=0.1), _loader(_data()),
+        target_epsilon=1.0, target_delta=1e-5, epochs=2, seed=0)
+    for x, y in loader:  # the returned Poisson loader: no warning
+        opt.zero_grad()
+        _loss(model(x), y).backward()
+        opt.step()
+    with pytest.warns(qs.PrivacyWarning, match="Iterate the returned loader"):
+        for x, y in _loader(_data()):  # the original loader
+            opt.zero_grad()
+            _loss(model(x), y).backward()
+            opt.step()
+            break
+
+
+def test_batch_memory_manager_does_not_trip_the_loader_check(recwarn):
+    layer = _layer()
+    model, opt, loader = qs.make_private(
+        layer, torch.optim.SGD(layer.parameters(), lr=0.1), _loader(_data(n=16), batch_size=8),
+        target_epsilon=1.0, target_delta=1e-5, epochs=2, seed=0)
+    with BatchMemoryManager(data_loader=loader, max_physical_batch_size=2,
+                            optimizer=opt) as mem_loader:
+        for x, y in mem_loader:
+            opt.zero_grad()
+            _loss(model(x), y).backward()
+            opt.step()
+    assert not [w for w in recwarn if issubclass(w.category, qs.PrivacyWarning)]
+    assert opt.ledger.steps == 2
+
+
+def test_huge_epsilon_warns():
+    layer = _layer()
+    with pytest.warns(qs.PrivacyWarning, match="protects little"):
+        qs.make_private(layer, torch.optim.SGD(layer.parameters(), lr=0.1), _loader(_data()),
+                        target_epsilon=1e6, target_delta=1e-5, epochs=1)
+
+
+def test_linear_loss_with_zero_one_labels_warns():
+    from pennylane_qshiftdp.losses import LinearLoss
+
+    with pytest.warns(qs.PrivacyWarning, match=r"Map the labels to \{−1, \+1\}"):
+        LinearLoss()(torch.tensor([0.3, -0.2, 0.1]), torch.tensor([0.0, 1.0, 1.0]))

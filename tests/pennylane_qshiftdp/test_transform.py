@@ -281,7 +281,9 @@ def test_gate_without_shift_rule_raises():
 
     tape = qml.tape.QuantumScript([_NoRule(pnp.array(0.3, requires_grad=True), wires=0)],
                                   [qml.expval(qml.Z(0))])
-    with pytest.raises(ValueError, match=re.escape("_NoRule(wires=[0]) has none")):
+    with pytest.raises(ValueError, match=re.escape(
+            "needs a parameter-shift rule for every trainable gate; the gate(s) "
+            "_NoRule(wires=[0]) have none and no decomposition into gates that do.")):
         qs.param_shift(tape)
 
 
