@@ -813,7 +813,7 @@ class PrivacyLedger:
         mode = self._credit_mode
         if mode == "none":
             return (
-                "none. The full noise N(0, σ²Δ² I) is added artificially; no assumption on shot "
+                "none. The full noise N(0, σ²C² I) is added artificially; no assumption on shot "
                 "noise is made."
             )
         common = (
