@@ -526,9 +526,10 @@ def _print_audit_table(results) -> None:
         per = " / ".join(f(b.epsilon_lower_bound) for b in r.bounds.values()) or "-"
         dlt = f"{r.delta:g}" + (f" + {r.beta:g}" if r.beta else "")
         verdict = r.verdict if not r.refused else f"refused: {r.message}"
+        audited = "-" if r.refused else f(r.epsilon_lower_bound)
         print(f"| {r.label} | {shots} | {r.trials} | {f(r.claimed_epsilon)} | "
-              f"{f(r.credited_epsilon)} | {dlt} | {f(r.epsilon_lower_bound) if not r.refused else '-'}"
-              f" ({per}) | {verdict} | {r.seconds:.1f} |")
+              f"{f(r.credited_epsilon)} | {dlt} | {audited} ({per}) | {verdict} | "
+              f"{r.seconds:.1f} |")
 
 
 # --------------------------------------------------------------------------- shared
