@@ -264,6 +264,7 @@ class PrivacyLedger:
         )
         self._acct = make_accountant(self._accountant_name)
         self._proven: list[tuple[float, float, int]] = []
+        self._credited: list[tuple[float, float, int]] = []
         self._eps_cache: tuple[tuple, float] | None = None
 
     # ------------------------------------------------------------------ configuration
@@ -443,12 +444,11 @@ class PrivacyLedger:
             return float(acct.get_epsilon(delta=self._target_delta))
 
     @property
-    def credited_epsilon(self) -> float:
-        r"""ε (nats) of the calibrated history: every step at the planned σ.
+    def planned_epsilon(self) -> float:
+        """ε (nats) of the calibrated plan: every step so far at the planned σ.
 
-        Equals :attr:`epsilon` when no shot noise is credited. With a credit mode it is the
-        Q-ShiftDP guarantee *under the Gaussian approximation of shot noise* (the credited shot
-        noise counted as Gaussian noise); :attr:`epsilon` is the proven one.
+        The budget check (:meth:`would_exceed`, :meth:`step`) uses this data-independent
+        history, so when a run stops never depends on the private data.
         """
         key = tuple(self._acct.history)
         if self._eps_cache is None or self._eps_cache[0] != key:
@@ -456,11 +456,37 @@ class PrivacyLedger:
         return self._eps_cache[1]
 
     @property
+    def credited_history(self) -> list[tuple[float, float, int]]:
+        """(σ_t, q, steps) of the credited noise: added noise plus credited shot noise.
+
+        Empty without a credit mode (then the credited guarantee is the proven one).
+        """
+        return list(self._credited)
+
+    @property
+    def credited_epsilon(self) -> float:
+        r"""ε (nats) of the Q-ShiftDP credited guarantee (an approximation).
+
+        Composes, per step, :math:`\sigma^{cr}_t = \sqrt{\min_k(\text{added}_k +
+        \text{credit}_k)}/C`: valid only if the credited shot noise acts as independent
+        Gaussian noise (central limit theorem), and for ``adaptive``/``isotropic`` only outside
+        the failure event of probability β. Without a credit mode it equals :attr:`epsilon`.
+        """
+        if self._credit_mode == "none":
+            return self.proven_epsilon
+        key = ("credited", tuple(self._credited))
+        cache = getattr(self, "_credited_cache", None)
+        if cache is None or cache[0] != key:
+            self._credited_cache = (key, self._epsilon_of(self._credited))
+        return self._credited_cache[1]
+
+    @property
     def proven_history(self) -> list[tuple[float, float, int]]:
         r"""(σ_t, q, steps) triples of the Gaussian noise actually added.
 
-        σ_t is the smallest per-coordinate standard deviation of the artificial noise of step t
-        divided by the clip norm; shot noise is not counted.
+        σ_t is the smallest per-coordinate standard deviation of the Gaussian noise added at
+        step t divided by the clip norm; shot noise is not counted. The optimizer never lets it
+        depend on the batch (a data-dependent noise level would leak through the variance).
         """
         return list(self._proven)
 
@@ -478,8 +504,7 @@ class PrivacyLedger:
         """ε spent so far at δ = ``target_delta`` (nats): the proven guarantee.
 
         It is composed by the accountant from the noise actually added at each step
-        (:attr:`proven_history`). Without shot-noise credit it equals
-        :attr:`credited_epsilon`.
+        (:attr:`proven_history`); no assumption on shot noise.
         """
         return self.proven_epsilon
 
@@ -497,7 +522,7 @@ class PrivacyLedger:
         """
         k = self._check_nonnegative_steps(steps)
         if k == 0:
-            return self.credited_epsilon
+            return self.planned_epsilon
         return self._epsilon_of(
             _extend_history(self._acct.history, self._noise_multiplier, self._sample_rate, k)
         )
@@ -514,24 +539,37 @@ class PrivacyLedger:
         steps = check_positive_int(steps, "steps")
         return self.epsilon_after(steps) > self._target_epsilon
 
-    def step(self, *, proven_noise_multiplier: float | None = None) -> float:
-        """Record one step, after checking that it stays within the budget.
+    def step(self, *, proven_noise_multiplier: float | None = None,
+             credited_noise_multiplier: float | None = None) -> float:
+        """Record one step, after checking that the plan stays within the budget.
 
         Args:
             proven_noise_multiplier: σ_t of the Gaussian noise actually added at this step
-                (smallest per-coordinate standard deviation over the clip norm); defaults to
-                the planned σ. Shot-noise credit makes it smaller than σ.
+                (smallest per-coordinate standard deviation over the clip norm; it must not
+                depend on the batch); defaults to the planned σ.
+            credited_noise_multiplier: with a credit mode, the step's credited σ_t (added noise
+                plus credited shot noise; default: the proven σ_t, nothing credited); refused
+                without a credit mode.
 
         Returns:
-            ε spent after the step (nats, the calibrated history; see :attr:`credited_epsilon`).
+            ε of the calibrated plan after the step (nats; see :attr:`planned_epsilon`).
 
         Raises:
-            PrivacyBudgetExceededError: if the step would take the calibrated ε above
+            PrivacyBudgetExceededError: if the step would take the planned ε above
                 ``target_epsilon``; nothing is recorded then.
-            ValueError: if ``proven_noise_multiplier`` is not positive and finite.
+            ValueError: for a non-positive σ_t, or a credited σ_t without a credit mode.
         """
         proven = (self._noise_multiplier if proven_noise_multiplier is None
                   else check_positive_float(proven_noise_multiplier, "proven_noise_multiplier"))
+        if credited_noise_multiplier is not None and self._credit_mode == "none":
+            raise ValueError(
+                f"`credited_noise_multiplier` needs a credit mode (credit_mode='none'). Found "
+                f"{credited_noise_multiplier!r}."
+            )
+        credited = None
+        if self._credit_mode != "none":  # nothing credited unless said: the proven σ_t
+            credited = (proven if credited_noise_multiplier is None else check_positive_float(
+                credited_noise_multiplier, "credited_noise_multiplier"))
         new_history = _extend_history(
             self._acct.history, self._noise_multiplier, self._sample_rate, 1
         )
@@ -540,11 +578,13 @@ class PrivacyLedger:
             raise PrivacyBudgetExceededError(
                 f"Privacy budget exceeded: step {self.steps + 1} would spend ε = {new_eps:.6g} "
                 f"> target ε = {self._target_epsilon:.6g} (δ = {self._target_delta:g}); "
-                f"ε spent so far is {self.credited_epsilon:.6g} after {self.steps} steps. "
+                f"ε spent so far is {self.planned_epsilon:.6g} after {self.steps} steps. "
                 f"The step was not taken."
             )
         self._acct.step(noise_multiplier=self._noise_multiplier, sample_rate=self._sample_rate)
         self._proven = _extend_history(self._proven, proven, self._sample_rate, 1)
+        if credited is not None:
+            self._credited = _extend_history(self._credited, credited, self._sample_rate, 1)
         self._eps_cache = (tuple(self._acct.history), new_eps)
         return new_eps
 
@@ -599,6 +639,7 @@ class PrivacyLedger:
             "extra": self.extra,
             "history": [[s, q, n] for s, q, n in self._acct.history],
             "proven_history": [[s, q, n] for s, q, n in self._proven],
+            "credited_history": [[s, q, n] for s, q, n in self._credited],
             "steps": self.steps,
             "opacus_version": opacus.__version__,
         }
@@ -636,11 +677,22 @@ class PrivacyLedger:
                 f"`proven_history` must cover the same {steps} steps as `history`. Found "
                 f"{sum(n for _, _, n in proven)}."
             )
+        credited = (_normalise_history(state_dict.get("credited_history", []))
+                    if version >= 2 else [])
         self._configure(**{k: state_dict[k] for k in _STATE_KEYS[1:-2]})
+        if self._credit_mode != "none" and version >= 2 and sum(
+                n for _, _, n in credited) != steps:
+            raise ValueError(
+                f"`credited_history` must cover the same {steps} steps as `history` with credit "
+                f"mode {self._credit_mode!r}.")
         self._acct = make_accountant(self._accountant_name, history)
         self._proven = proven
+        self._credited = credited if self._credit_mode != "none" else []
+        if self._credit_mode != "none" and version < 2:
+            self._credited = list(history)  # v1 recorded only the calibrated σ
         self._eps_cache = None
         self._proven_cache = None
+        self._credited_cache = None
 
     @classmethod
     def from_state_dict(cls, state_dict: dict[str, Any]) -> PrivacyLedger:

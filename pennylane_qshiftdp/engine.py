@@ -234,8 +234,10 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         variance_floor_source: ``"proven"`` (from :func:`qprldp_core.certify_device`) or
             ``"declared"``.
         recorder: the :class:`~.ShotRecorder` attached to the QNode (required for a credit).
-        proven_epsilon_factor: κ > 1; with a credit the artificial noise never drops below the
-            level whose ε alone is κ × ``target_epsilon``, so the proven ε stays ≤ κ·ε.
+        proven_epsilon_factor: κ > 1; with a credit mode the quantum coordinates get exactly
+            the noise level whose ε alone is κ × ``target_epsilon`` (a data-independent floor),
+            so the proven ε is κ·ε at the planned end; the credited ε reaches ``target_epsilon``
+            only if the credited shot noise makes up the rest (docs/noise.md).
         strict: raise :class:`SensitivityError` when a certified clip binds.
         adaptive_clipping: settings of ``"adaptive"`` (``target_unclipped_quantile``,
             ``clipbound_learning_rate``, ``min_clipbound``, ``max_clipbound``,

@@ -8,12 +8,14 @@ A subclass of :class:`opacus.optimizers.DPOptimizer`, so schedulers, ``zero_grad
    flat clip norm, or one per group of parameters (``clip_groups``; the noise then uses
    :math:`C = \sqrt{\sum_g C_g^2}`), or an adaptive quantile clip norm (Andrew et al.,
    arXiv:1905.03871) whose unclipped count is divided by the *expected* batch size;
-3. adds Gaussian noise of standard deviation :math:`\sigma C` per coordinate, minus the
-   shot-noise credit on the quantum coordinates when a credit mode is on, never below the noise
-   floor :math:`\sigma_{\mathrm{floor}} C`;
+3. adds Gaussian noise of standard deviation :math:`\sigma C` per coordinate; with a
+   shot-noise credit mode the quantum coordinates get exactly the floor
+   :math:`\sigma_{\mathrm{floor}} C` instead (a level that never depends on the batch) and the
+   batch's credited shot noise only enters the *credited* noise multiplier;
 4. divides by the expected batch size :math:`qN` and steps the wrapped optimizer;
 5. charges the ledger one step with the proven noise multiplier
-   :math:`\sigma_t = \min_k \mathrm{std}_k / C`.
+   :math:`\sigma_t = \min_k \mathrm{std}_k / C` (data-independent) and, with a credit mode,
+   the credited one.
 
 Privacy does not depend on the loss or the loop: clipping happens here, on whatever
 per-example gradients Opacus's hooks computed. An empty Poisson batch (or a step without a
@@ -132,9 +134,10 @@ class QShiftDPOptimizer(DPOptimizer):
         beta: failure probability of the adaptive bound over the run (adaptive/isotropic).
         steps: planned number of steps T (Bonferroni correction of the adaptive bound).
         variance_floor: proven :math:`v_{\min}` (``depolarizing``; floor of ``adaptive``).
-        noise_floor_multiplier: :math:`\sigma_{\mathrm{floor}} > 0`: credit never lowers a
-            coordinate's noise std below :math:`\sigma_{\mathrm{floor}} C`. Required with a
-            credit mode; must be below σ.
+        noise_floor_multiplier: :math:`\sigma_{\mathrm{floor}} > 0`: with a credit mode the
+            quantum coordinates get exactly :math:`\sigma_{\mathrm{floor}} C` of Gaussian noise
+            at every step (data-independent; the credited shot noise is meant to make up the
+            rest). Required with a credit mode; must be below σ.
         adaptive_clipping: ``None`` or a dict with ``target_unclipped_quantile`` γ ∈ (0, 1),
             ``clipbound_learning_rate`` η > 0, ``min_clipbound``, ``max_clipbound`` and
             optionally ``unclipped_num_std`` (default :func:`count_noise_multiplier`).
@@ -442,7 +445,17 @@ class QShiftDPOptimizer(DPOptimizer):
                                  outcome_range=self.outcome_range)
 
     def add_noise(self):
-        """Noise of std σC per coordinate (credited coordinates: never below σ_floor·C)."""
+        r"""Add Gaussian noise whose level never depends on the batch.
+
+        Without credit: std σC on every coordinate. With a credit mode: std σ_floor·C on the
+        credited (quantum) coordinates, *whatever the credit*, and σC elsewhere. The noise
+        level must not depend on the current batch: two Gaussians whose variances differ
+        between neighbouring data sets are distinguishable through the variance alone (for σ
+        vs σ_floor of the audit setting, δ(ε = 3) ≈ 6·10⁻³ with identical means; docs/noise.md).
+        The shot noise credited for the batch only enters the *credited* noise multiplier
+        :math:`\sigma^{cr}_t = \sqrt{\min_k(\mathrm{added}_k + \mathrm{credit}_k)}/C`, an
+        approximation reported beside the proven one.
+        """
         clip = self.max_grad_norm
         sigma = self.noise_multiplier
         if self.adaptive_clipping is not None:
@@ -450,31 +463,39 @@ class QShiftDPOptimizer(DPOptimizer):
         target_var = (sigma * clip) ** 2
         credit = self._credit()
         credit_ids = {id(p) for p in self._credit_params}
-        min_std, offset = math.inf, 0
+        min_mult, min_total, offset = math.inf, math.inf, 0
         credited_total, added_total, coords = 0.0, 0.0, 0
         for p in self.params:
             n = p.numel()
             var = torch.full((n,), target_var, dtype=torch.float64)
-            if credit is not None and id(p) in credit_ids:
-                c = torch.as_tensor(credit.credit[offset:offset + n], dtype=torch.float64)
-                floor = (self.noise_floor_multiplier * clip) ** 2
-                var = torch.clamp(var - c, min=floor)
-                credited_total += float((target_var - var).sum())
+            total, mult = var, sigma
+            if id(p) in credit_ids:  # data-independent: the floor, whatever the batch
+                mult = self.noise_floor_multiplier
+                var = torch.full((n,), (self.noise_floor_multiplier * clip) ** 2,
+                                 dtype=torch.float64)
+                c = (torch.as_tensor(credit.credit[offset:offset + n], dtype=torch.float64)
+                     if credit is not None else torch.zeros(n, dtype=torch.float64))
+                total = var + c
+                credited_total += float(c.sum())
                 offset += n
-            std = var.sqrt()
-            min_std = min(min_std, float(std.min())) if n else min_std
+            if n:
+                min_mult = min(min_mult, mult)
+                min_total = min(min_total, float(total.min()))
             added_total += float(var.sum())
             coords += n
-            noise = (self._standard_normal(n) * std).reshape(p.shape)
+            noise = (self._standard_normal(n) * var.sqrt()).reshape(p.shape)
             p.grad = (p.summed_grad + noise.to(p.summed_grad)).view_as(p)
             p.summed_grad = None
         if self.adaptive_clipping is not None:
             self._update_clip_norm()
-        proven = min_std / clip if math.isfinite(min_std) else self.noise_multiplier
-        if self.adaptive_clipping is not None:
-            proven = self.noise_multiplier  # Theorem 1: count + gradient release at σ
+        if self.adaptive_clipping is not None or not math.isfinite(min_mult):
+            proven = credited = self.noise_multiplier  # adaptive: Thm. 1, count + gradient at σ
+        else:
+            proven = min_mult
+            credited = max(math.sqrt(min_total) / clip, proven)
         self._step_stats.update(
-            proven_noise_multiplier=float(min(proven, self.noise_multiplier)),
+            proven_noise_multiplier=float(proven),
+            credited_noise_multiplier=float(credited),
             artificial_variance_mean=added_total / max(coords, 1),
             credited_variance_mean=credited_total / max(coords, 1),
             target_variance=(self.noise_multiplier * clip) ** 2,
@@ -539,7 +560,9 @@ class QShiftDPOptimizer(DPOptimizer):
         self._is_last_step_skipped = False
         stats = self._step_stats
         if self.ledger is not None:
-            self.ledger.step(proven_noise_multiplier=stats["proven_noise_multiplier"])
+            self.ledger.step(proven_noise_multiplier=stats["proven_noise_multiplier"],
+                             credited_noise_multiplier=(stats["credited_noise_multiplier"]
+                                                        if self.credit != "none" else None))
         record = StepRecord(
             step=len(self.history) + 1,
             credit_mode=self.credit,
@@ -550,7 +573,8 @@ class QShiftDPOptimizer(DPOptimizer):
             certified_bound_violations=stats.get("certified_bound_violations", 0),
             largest_certified_norm_ratio=stats.get("largest_norm_ratio", 0.0),
             certified=self.certified,
-            **{k: stats[k] for k in ("proven_noise_multiplier", "artificial_variance_mean",
+            **{k: stats[k] for k in ("proven_noise_multiplier", "credited_noise_multiplier",
+                                     "artificial_variance_mean",
                                      "credited_variance_mean", "target_variance", "clip_norm",
                                      "shot_variance_estimate_mean",
                                      "shot_variance_lower_bound_mean")},

@@ -411,29 +411,38 @@ class TestStatement:
 class TestTwoGuarantees:
     """The proven ε (noise actually added) and the credited ε (calibrated σ) are kept apart."""
 
-    def test_proven_epsilon_composes_the_actual_noise_with_opacus(self):
+    def test_proven_and_credited_histories_compose_with_opacus(self):
         ledger = make(credit_mode="depolarizing")
-        sigmas = [2.0, 1.5, 1.75, 2.0]
-        for s in sigmas:
-            ledger.step(proven_noise_multiplier=s)
+        credited = [2.0, 2.3, 1.9, 2.1]
+        for c in credited:
+            ledger.step(proven_noise_multiplier=1.5, credited_noise_multiplier=c)
         acct = RDPAccountant()
-        for s in sigmas:
-            acct.step(noise_multiplier=s, sample_rate=ledger.sample_rate)
-        assert ledger.proven_epsilon == pytest.approx(acct.get_epsilon(ledger.target_delta),
-                                                      rel=1e-12)
-        assert ledger.epsilon == ledger.proven_epsilon > ledger.credited_epsilon
+        for c in credited:
+            acct.step(noise_multiplier=c, sample_rate=ledger.sample_rate)
+        assert ledger.credited_epsilon == pytest.approx(acct.get_epsilon(ledger.target_delta),
+                                                        rel=1e-12)
+        assert ledger.proven_history == [(1.5, 0.1, 4)]
+        assert ledger.epsilon == pytest.approx(opacus_epsilon([(1.5, 0.1, 4)], 1e-5), rel=1e-12)
+        assert ledger.epsilon > ledger.credited_epsilon
+        assert ledger.planned_epsilon == pytest.approx(opacus_epsilon([(2.0, 0.1, 4)], 1e-5))
         text = ledger.statement()
         assert "Proven guarantee: (ε, δ) = (" + f"{ledger.proven_epsilon:.6g}" in text
         assert "Credited Q-ShiftDP guarantee (an APPROXIMATION, not proven): (ε, δ) = (" in text
         restored = PrivacyLedger.from_json(ledger.to_json())
         assert restored.proven_history == ledger.proven_history
+        assert restored.credited_history == ledger.credited_history
+        ledger.step(proven_noise_multiplier=1.5)  # nothing credited: credited σ_t = proven
+        assert ledger.credited_history[-1] == (1.5, 0.1, 1)
 
     def test_without_credit_the_two_coincide(self):
         ledger = make()
         for _ in range(5):
             ledger.step()
-        assert ledger.proven_history == ledger.history
-        assert ledger.epsilon == pytest.approx(ledger.credited_epsilon, rel=1e-15)
+        assert ledger.proven_history == ledger.history and ledger.credited_history == []
+        assert ledger.epsilon == ledger.credited_epsilon == pytest.approx(
+            ledger.planned_epsilon, rel=1e-15)
+        with pytest.raises(ValueError, match="`credited_noise_multiplier` needs a credit mode"):
+            ledger.step(credited_noise_multiplier=2.0)
 
     def test_bad_proven_noise_multiplier(self):
         ledger = make()
