@@ -209,7 +209,8 @@ def test_post_processing_that_breaks_the_loss_bound_is_clipped_and_reported():
     pmodel, popt, loader = make_private(model, torch.optim.SGD(model.parameters(), lr=0.1),
                                         _loader(), target_epsilon=1.0, target_delta=1e-3,
                                         epochs=1, seed=0)
-    x, y = next(iter(_loader()))
+    x, y = next(iter(loader))
+    assert len(x) > 0
     _step(pmodel, popt, x, y)
     assert popt.last_record["certified_bound_violations"] > 0
     assert popt.last_record["largest_certified_norm_ratio"] > 1.0
@@ -220,6 +221,7 @@ def test_post_processing_that_breaks_the_loss_bound_is_clipped_and_reported():
     pmodel, popt, loader = make_private(model, torch.optim.SGD(model.parameters(), lr=0.1),
                                         _loader(), target_epsilon=1.0, target_delta=1e-3,
                                         epochs=1, seed=0, strict=True)
+    x, y = next(iter(loader))
     with pytest.raises(qs.SensitivityError, match="certified bound"):
         _step(pmodel, popt, x, y)
     assert popt.ledger.steps == 0
