@@ -151,6 +151,11 @@ def _add_train_parser(subparsers) -> None:
                    "(research only: anyone who knows the seed can remove the noise). By "
                    "default they come from the OS's CSPRNG and --seed only fixes the data "
                    "split, initialisation and shot sampling")
+    p.add_argument("--diagnostics", action="store_true",
+                   help="also write per-step statistics of the private batches (σ_t, clip norm "
+                   "and fraction clipped, shot variance and its lower bound, credited share, "
+                   "proven and credited ε, gradient signal-to-noise ratio) to metrics.json and "
+                   "diagnostics.png; they are NOT covered by the guarantee")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=_run_train)
 

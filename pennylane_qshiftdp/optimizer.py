@@ -464,7 +464,7 @@ class QShiftDPOptimizer(DPOptimizer):
         credit = self._credit()
         credit_ids = {id(p) for p in self._credit_params}
         min_mult, min_total, offset = math.inf, math.inf, 0
-        credited_total, added_total, coords = 0.0, 0.0, 0
+        credited_total, added_total, coords, signal = 0.0, 0.0, 0, 0.0
         for p in self.params:
             n = p.numel()
             var = torch.full((n,), target_var, dtype=torch.float64)
@@ -483,6 +483,7 @@ class QShiftDPOptimizer(DPOptimizer):
                 min_total = min(min_total, float(total.min()))
             added_total += float(var.sum())
             coords += n
+            signal += float(p.summed_grad.double().pow(2).sum())
             noise = (self._standard_normal(n) * var.sqrt()).reshape(p.shape)
             p.grad = (p.summed_grad + noise.to(p.summed_grad)).view_as(p)
             p.summed_grad = None
@@ -497,6 +498,7 @@ class QShiftDPOptimizer(DPOptimizer):
             proven_noise_multiplier=float(proven),
             credited_noise_multiplier=float(credited),
             artificial_variance_mean=added_total / max(coords, 1),
+            gradient_snr=math.sqrt(signal / added_total) if added_total > 0 else math.inf,
             credited_variance_mean=credited_total / max(coords, 1),
             target_variance=(self.noise_multiplier * clip) ** 2,
             clip_norm=clip,
@@ -576,6 +578,7 @@ class QShiftDPOptimizer(DPOptimizer):
             **{k: stats[k] for k in ("proven_noise_multiplier", "credited_noise_multiplier",
                                      "artificial_variance_mean",
                                      "credited_variance_mean", "target_variance", "clip_norm",
+                                     "gradient_snr",
                                      "shot_variance_estimate_mean",
                                      "shot_variance_lower_bound_mean")},
         )

@@ -69,6 +69,7 @@ class TrainConfig:
     classical_max_grad_norm: float = 1.0  # clip norm of a hybrid model's classical layers
     proven_epsilon_factor: float = 1.5  # credit modes: proven ε <= factor × target ε
     classes: tuple | None = None  # (negative, positive) classes; None: the data set's default
+    diagnostics: bool = False  # write per-step statistics of the private batches (not protected)
 
 
 @dataclasses.dataclass
@@ -85,6 +86,29 @@ class TrainResult:
     output_dir: str | None
     stopped_early: str | None = None
     credited_epsilon: float = math.inf
+
+
+#: Step-record fields that do not depend on the private batches (written by default).
+PUBLIC_STEP_FIELDS = ("step", "epoch", "credit_mode", "certified", "epsilon",
+                      "proven_noise_multiplier", "target_variance", "artificial_variance_mean",
+                      "clip_norm", "next_clip_norm")
+#: Fields computed from the private batches: written only with ``diagnostics=True``.
+DIAGNOSTIC_STEP_FIELDS = ("batch_examples", "clipped", "clipped_fraction",
+                          "certified_bound_violations", "largest_certified_norm_ratio",
+                          "credited_epsilon", "credited_noise_multiplier",
+                          "credited_variance_mean", "shot_variance_estimate_mean",
+                          "shot_variance_lower_bound_mean", "gradient_snr")
+
+
+def public_record(record: dict, *, credit: bool) -> dict:
+    """The fields of a step record that may be written without ``--diagnostics``.
+
+    With a credit mode the credited ε and σ_t are kept: the user asked for that (approximate)
+    claim, and the privacy statement says it is computed from the private batches.
+    """
+    keep = PUBLIC_STEP_FIELDS + (("credited_epsilon", "credited_noise_multiplier")
+                                 if credit else ())
+    return {k: v for k, v in record.items() if k in keep}
 
 
 def _provenance(data) -> dict:
@@ -143,6 +167,12 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
                       f"each sample mean as Gaussian (central limit theorem), which is a poor "
                       f"approximation for so few shots.", PrivacyWarning, stacklevel=2)
     recorder = ShotRecorder() if config.credit != "none" else None
+    if config.diagnostics:
+        warnings.warn("diagnostics=True writes per-step statistics of the private training "
+                      "batches (batch sizes, clipped fractions, shot variances, gradient "
+                      "signal-to-noise ratio) to the outputs; they are NOT covered by the "
+                      "differential-privacy guarantee. Do not publish them.", PrivacyWarning,
+                      stacklevel=2)
     if config.model not in ("quantum", "hybrid"):
         raise ValueError(f"`model` must be 'quantum' or 'hybrid'. Found {config.model!r}.")
     model_cls = QuantumClassifier if config.model == "quantum" else HybridClassifier
@@ -281,13 +311,24 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
         weights=model.qlayer.weights.detach().numpy().copy(),
         output_dir=str(out_dir) if out_dir else None, stopped_early=stopped,
     )
+    if private:
+        violations = sum(r.get("certified_bound_violations", 0) for r in records)
+        opt.ledger.extra_update({"certified_clip_violations": int(violations)})
+        result.statement = opt.ledger.statement()
     if out_dir is not None:
-        write_outputs(result, opt.ledger if private else None, out_dir)
+        write_outputs(result, opt.ledger if private else None, out_dir,
+                      diagnostics=config.diagnostics, credit=config.credit != "none")
     return result
 
 
-def write_outputs(result: TrainResult, ledger: PrivacyLedger | None, out_dir: Path) -> None:
-    """Ledger JSON, metrics CSV/JSON, step records and PNG plots into ``out_dir``."""
+def write_outputs(result: TrainResult, ledger: PrivacyLedger | None, out_dir: Path, *,
+                  diagnostics: bool = False, credit: bool = False) -> None:
+    """Ledger JSON, metrics CSV/JSON, step records and PNG plots into ``out_dir``.
+
+    Without ``diagnostics`` the per-step records hold only fields that do not depend on the
+    private batches (:func:`public_record`); with it, also :data:`DIAGNOSTIC_STEP_FIELDS` and a
+    ``diagnostics.png``.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -297,10 +338,12 @@ def write_outputs(result: TrainResult, ledger: PrivacyLedger | None, out_dir: Pa
     if ledger is not None:
         ledger.save(out_dir / "ledger.json")
     (out_dir / "privacy_statement.txt").write_text(result.statement + "\n")
+    records = (result.step_records if diagnostics
+               else [public_record(r, credit=credit) for r in result.step_records])
     (out_dir / "metrics.json").write_text(json.dumps(
         {"test_accuracy": result.test_accuracy, "epsilon": result.epsilon,
          "credited_epsilon": result.credited_epsilon, "steps": result.steps,
-         "per_epoch": result.metrics, "per_step": result.step_records,
+         "per_epoch": result.metrics, "per_step": records, "diagnostics": diagnostics,
          "stopped_early": result.stopped_early}, indent=2, default=float))
     if result.metrics:
         with open(out_dir / "metrics.csv", "w", newline="") as fh:
@@ -311,14 +354,12 @@ def write_outputs(result: TrainResult, ledger: PrivacyLedger | None, out_dir: Pa
     steps_at_epoch = [m["steps"] or 0 for m in result.metrics]
     ax[0].plot(steps_at_epoch, [m["test_accuracy"] for m in result.metrics], "o-")
     ax[0].set(xlabel="steps", ylabel="test accuracy", title="Test accuracy")
-    if result.step_records:
-        steps = [r["step"] for r in result.step_records]
-        ax[1].plot(steps, [r["epsilon"] for r in result.step_records],
+    if records:
+        steps = [r["step"] for r in records]
+        ax[1].plot(steps, [r["epsilon"] for r in records],
                    label="proven ε (noise actually added)")
-        credited = [r.get("credited_epsilon", r["epsilon"]) for r in result.step_records]
-        if any(abs(c - r["epsilon"]) > 1e-12 for c, r in zip(credited, result.step_records,
-                                                                strict=True)):
-            ax[1].plot(steps, credited, "--",
+        if credit:
+            ax[1].plot(steps, [r["credited_epsilon"] for r in records], "--",
                        label="credited ε (Gaussian approximation of shot noise)")
         ax[1].legend(fontsize=7)
     else:
@@ -328,28 +369,53 @@ def write_outputs(result: TrainResult, ledger: PrivacyLedger | None, out_dir: Pa
     fig.tight_layout()
     fig.savefig(out_dir / "accuracy_epsilon.png", dpi=100)
     plt.close(fig)
-    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
-    if result.step_records:
-        s = [r["step"] for r in result.step_records]
-        added = np.array([r["artificial_variance_mean"] for r in result.step_records])
-        credited = np.array([r["credited_variance_mean"] for r in result.step_records])
-        target = result.step_records[0]["target_variance"]
-        ax[0].stackplot(s, added, credited, labels=["artificial noise added",
-                                                     "shot noise credited"])
-        ax[0].axhline(target, ls="--", c="k", label="σ²Δ² (required total)")
-        ax[0].set_ylim(0, 1.1 * target)
-        ax[1].plot(s, 100 * credited / target, "o-", ms=3)
-        mode = result.step_records[0]["credit_mode"]
-        ax[1].set_title(f"Shot noise credited (mode: {mode})")
-    ax[0].set(xlabel="step", ylabel="variance per coordinate (mean)",
-              title="Noise per coordinate: added + credited")
-    if result.step_records:
-        ax[0].legend(fontsize=7, loc="lower right")
+    fig, ax = plt.subplots(figsize=(6, 4))
+    if records:
+        s = [r["step"] for r in records]
+        ax.plot(s, [r["artificial_variance_mean"] for r in records], "o-", ms=3,
+                label="Gaussian noise added (mean per coordinate)")
+        ax.axhline(records[0]["target_variance"], ls="--", c="k", label="σ²C² (planned)")
+        ax.set_ylim(0, 1.1 * max(r["target_variance"] for r in records))
+        ax.legend(fontsize=7, loc="lower right")
     else:
-        ax[0].text(0.5, 0.5, "non-private run: no noise", ha="center", va="center",
-                   transform=ax[0].transAxes)
-    ax[1].set(xlabel="step", ylabel="credited share of σ²Δ² (%)")
-    ax[1].xaxis.get_major_locator().set_params(integer=True)
+        ax.text(0.5, 0.5, "non-private run: no noise", ha="center", va="center",
+                transform=ax.transAxes)
+    ax.set(xlabel="step", ylabel="variance per coordinate", title="Noise added per step")
     fig.tight_layout()
     fig.savefig(out_dir / "noise.png", dpi=100)
+    plt.close(fig)
+    if diagnostics and result.step_records:
+        _diagnostics_figure(result.step_records, out_dir / "diagnostics.png", plt)
+
+
+def _diagnostics_figure(records, path, plt) -> None:
+    """σ_t, clipping, shot variance and its bound, credited share, SNR, ε (private data!)."""
+    s = [r["step"] for r in records]
+    fig, ax = plt.subplots(2, 3, figsize=(13, 7))
+    ax[0, 0].plot(s, [r["proven_noise_multiplier"] for r in records], label="proven σ_t")
+    ax[0, 0].plot(s, [r["credited_noise_multiplier"] for r in records], "--",
+                  label="credited σ_t")
+    ax[0, 0].set(title="noise multiplier", xlabel="step")
+    ax[0, 0].legend(fontsize=7)
+    ax[0, 1].plot(s, [r["clip_norm"] for r in records], label="clip norm C")
+    ax2 = ax[0, 1].twinx()
+    ax2.plot(s, [r["clipped_fraction"] for r in records], "r.", label="fraction clipped")
+    ax[0, 1].set(title="clipping", xlabel="step")
+    ax[0, 2].plot(s, [r["shot_variance_estimate_mean"] for r in records], label="estimate")
+    ax[0, 2].plot(s, [r["shot_variance_lower_bound_mean"] for r in records], "--",
+                  label="lower bound")
+    ax[0, 2].set(title="shot-noise variance per coordinate (mean)", xlabel="step")
+    ax[0, 2].legend(fontsize=7)
+    target = np.array([r["target_variance"] for r in records])
+    ax[1, 0].plot(s, 100 * np.array([r["credited_variance_mean"] for r in records]) / target)
+    ax[1, 0].set(title="credited share of σ²C² (%)", xlabel="step")
+    ax[1, 1].plot(s, [r["gradient_snr"] for r in records])
+    ax[1, 1].set(title="gradient signal-to-noise ratio ‖ΣCLIP(g)‖/‖z‖", xlabel="step")
+    ax[1, 2].plot(s, [r["epsilon"] for r in records], label="proven ε")
+    ax[1, 2].plot(s, [r["credited_epsilon"] for r in records], "--", label="credited ε")
+    ax[1, 2].set(title="ε spent (nats)", xlabel="step")
+    ax[1, 2].legend(fontsize=7)
+    fig.suptitle("Diagnostics computed from the private batches: NOT protected")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
     plt.close(fig)

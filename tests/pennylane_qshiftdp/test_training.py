@@ -236,3 +236,27 @@ def test_hybrid_model_and_fixed_clipping_train_from_the_job():
     r = train(TrainConfig(**{**TINY, "epochs": 1}, max_grad_norm="adaptive"), progress=False)
     assert "adaptive quantile clipping" in r.statement
     assert any("next_clip_norm" in rec for rec in r.step_records)
+
+
+def test_outputs_hold_only_public_fields_unless_diagnostics(tmp_path):
+    from pennylane_qshiftdp.training import DIAGNOSTIC_STEP_FIELDS
+
+    cfg = dict(TINY, epochs=1, expected_batch_size=64)  # two steps on the tiny set
+    train(TrainConfig(**cfg, output_dir=str(tmp_path / "plain")), progress=False)
+    plain = json.loads((tmp_path / "plain" / "metrics.json").read_text())["per_step"]
+    assert plain and not any(k in r for r in plain for k in DIAGNOSTIC_STEP_FIELDS)
+    assert not (tmp_path / "plain" / "diagnostics.png").exists()
+    with pytest.warns(qs.PrivacyWarning, match="NOT covered by the differential-privacy"):
+        r = train(TrainConfig(**cfg, credit="adaptive", beta=1e-3, diagnostics=True,
+                              output_dir=str(tmp_path / "diag")), progress=False)
+    diag = json.loads((tmp_path / "diag" / "metrics.json").read_text())["per_step"]
+    assert len(diag) == r.steps >= 2
+    for rec in diag:
+        for k in DIAGNOSTIC_STEP_FIELDS:
+            assert k in rec, k
+        assert rec["credited_noise_multiplier"] >= rec["proven_noise_multiplier"]
+        assert 0.0 <= rec["clipped_fraction"] <= 1.0 and rec["gradient_snr"] >= 0.0
+        assert rec["shot_variance_lower_bound_mean"] <= rec["shot_variance_estimate_mean"]
+    assert (tmp_path / "diag" / "diagnostics.png").exists()
+    ledger = json.loads((tmp_path / "diag" / "ledger.json").read_text())
+    assert ledger["extra"]["certified_clip_violations"] == 0
