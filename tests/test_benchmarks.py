@@ -211,3 +211,14 @@ def test_run_all_report_refuses_empty_out(tmp_path):
                       "--readme", str(readme)])
     assert exc.value.code == 2
     assert not report.exists() and "keep" in readme.read_text()
+
+
+def test_bench_reliability(tmp_path):
+    _module("bench_reliability").main(["--runs", "2", "--epochs", "1", "--device",
+                                       "default.qubit", "--out", str(tmp_path)])
+    data = json.loads((tmp_path / "bench_reliability.json").read_text())
+    assert data["runs"] == 2 and len(data["per_run"]) == 2
+    accs = [r["test_accuracy"] for r in data["per_run"]]
+    assert data["worst_accuracy"] == min(accs)
+    assert data["runs_at_least_0.95"] == sum(a >= 0.95 for a in accs)
+    assert all(r["epsilon"] <= 1.0 for r in data["per_run"])
