@@ -29,6 +29,7 @@ def main(argv=None) -> int:
     p.add_argument("--device", default=None, help="default: the job's default device")
     p.add_argument("--epochs", type=int, default=None, help="default: the job's default")
     p.add_argument("--quick", action="store_true", help="3 runs of 2 epochs")
+    p.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--out", default=None, help="result directory (default benchmarks/results)")
     args = p.parse_args(argv)
 
@@ -36,7 +37,10 @@ def main(argv=None) -> int:
 
     from pennylane_qshiftdp.training import TrainConfig, train
 
-    runs = 3 if args.quick else args.runs
+    if args.tiny:
+        args.quick, args.runs, args.epochs = True, 1, 1
+        args.device = args.device or "default.qubit"
+    runs = args.runs if args.tiny else (3 if args.quick else args.runs)
     overrides = {}
     if args.device:
         overrides["device"] = args.device

@@ -34,6 +34,9 @@ SCRIPTS = {
     "bench_accounting": [[]],
     "bench_qprldp": [[]],
     "bench_utility": [[]],
+    "bench_reliability": [[]],
+    "bench_variance_bound": [[]],
+    "bench_audit": [[]],
 }
 CLAIM_LOW, CLAIM_HIGH = 0.10, 0.16
 
@@ -290,6 +293,55 @@ def section_qprldp(out, lines):
     lines.append(table(data["worst_case_search"], ["d", "channel", "notion", "seconds", "found",
                                                    "closed_form", "gap"]) + "\n")
     _img(lines, "bench_qprldp", mode)
+
+
+def section_reliability(out, lines):
+    lines.append("## 7. Reliability of the main job (`bench_reliability.py`)\n")
+    data, mode = _load(out, "bench_reliability")
+    if data is None:
+        lines.append("No result yet.\n")
+        return
+    cfg = data["config"]
+    lines.append(
+        f"`qshiftdp train` with its defaults (device {cfg.get('device')}, ε = "
+        f"{cfg.get('epsilon')}, {cfg.get('epochs')} epochs, max_grad_norm "
+        f"{cfg.get('max_grad_norm')}), DP noise and Poisson sampling from the OS's CSPRNG, "
+        f"{data['runs']} runs ({mode}): test accuracy {data['mean_accuracy']:.3f} ± "
+        f"{data['sd_accuracy']:.3f} (mean ± sd), worst run {data['worst_accuracy']:.3f}, "
+        f"{data['runs_at_least_0.95']}/{data['runs']} runs ≥ 0.95; "
+        f"{data['mean_seconds']:.0f} s per run.\n")
+    lines.append(table(data["per_run"], ["run", "test_accuracy", "epsilon", "steps", "seconds"])
+                 + "\n")
+
+
+def section_variance_bound(out, lines):
+    lines.append("## 8. Adaptive credit's variance bound (`bench_variance_bound.py`)\n")
+    data, mode = _load(out, "bench_variance_bound")
+    if data is None:
+        lines.append("No result yet.\n")
+        return
+    cfg = data["config"]
+    lines.append(
+        f"Failure rate of the lower confidence bound on the batch's shot-noise variance at "
+        f"α = β = {cfg['alpha']:g}, {cfg['trials']} batches per cell, worst over the p "
+        f"configurations ({mode}). `new` is the distribution-free bound now used by "
+        f"`adaptive`/`isotropic`; `old` the normal-approximation bound it replaced.\n")
+    lines.append(table(data["failure_worst_over_p"],
+                       ["shots", "examples", "trials", "new_free", "new_two", "old_normal",
+                        "old_cantelli"]) + "\n")
+
+
+def section_audit(out, lines):
+    lines.append("## 9. Privacy audit of one step (`bench_audit.py`)\n")
+    data, mode = _load(out, "bench_audit")
+    if data is None:
+        lines.append("No result yet.\n")
+        return
+    rows = data.get("rows") or data.get("results") or []
+    if rows:
+        cols = [c for c in rows[0] if not isinstance(rows[0][c], (dict, list))]
+        lines.append(f"Canary audit ({mode}); see docs/audit.md for the design.\n")
+        lines.append(table(rows, cols) + "\n")
 
 
 def _range(vals):
@@ -588,6 +640,9 @@ def write_report(out: Path, report: Path, readme: Path | None = None) -> Path:
     noise = section_noise(out, lines)
     section_accounting(out, lines)
     section_qprldp(out, lines)
+    section_reliability(out, lines)
+    section_variance_bound(out, lines)
+    section_audit(out, lines)
     claims(noise, utility, lines)
     section_missing(out, lines)
     report.write_text("\n".join(lines))

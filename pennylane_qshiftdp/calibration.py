@@ -32,6 +32,7 @@ from ._validation import (
     check_choice,
     check_delta,
     check_epsilon,
+    check_nonnegative_float,
     check_positive_float,
     check_positive_int,
     check_sample_rate,
@@ -42,6 +43,7 @@ __all__ = [
     "calibrate_noise_multiplier",
     "compute_epsilon",
     "epochs_to_steps",
+    "plan_shots",
 ]
 
 #: Accountants supported by this package, by Opacus mechanism name.
@@ -265,3 +267,50 @@ def epochs_to_steps(*, epochs: float, sample_rate: float) -> int:
     if abs(x - n) <= 1e-9 * max(1.0, x):
         return max(1, int(n))
     return max(1, math.ceil(x))
+
+
+def plan_shots(*, per_example_shot_variance: float, noise_multiplier: float, clip_norm: float,
+               expected_batch_size: float, fraction: float = 0.01) -> int:
+    r"""Smallest shot count whose shot noise adds at most ``fraction`` of the DP noise variance.
+
+    Per coordinate of the released sum, the shot noise of the batch has variance at most
+    :math:`qN\,v_1/N_s`, with :math:`v_1` a bound on one example's single-shot contribution
+    (for a parameter-shift gradient :math:`(\|\nabla_f\ell\|_1 B_k)^2`, :math:`B_k` the
+    certified per-weight bound, since
+    :math:`\sum_t a_{tk}^2 (\lambda_+-\lambda_-)^2/4 \le (\tfrac{\lambda_+-\lambda_-}{2}
+    \sum_t |a_{tk}|)^2 \le B_k^2`). The DP noise has variance :math:`\sigma^2 C^2`, so
+
+    .. math::
+
+        N_s = \left\lceil \frac{qN\,v_1}{f\,\sigma^2 C^2} \right\rceil, \quad N_s \ge 2 .
+
+    This is a utility choice (shot noise only adds noise); it does not enter the guarantee.
+
+    Args:
+        per_example_shot_variance: :math:`v_1 \ge 0` (single-shot units).
+        noise_multiplier: σ > 0. clip_norm: C > 0.
+        expected_batch_size: qN > 0.
+        fraction: f ∈ (0, 1].
+
+    Returns:
+        int: :math:`N_s \ge 2` (two shots are the least a sample variance needs).
+
+    Raises:
+        ValueError: for out-of-range arguments.
+
+    References:
+        Derived here (this docstring).
+
+    Example:
+        >>> plan_shots(per_example_shot_variance=1.0, noise_multiplier=6.0156, clip_norm=4.2426,
+        ...            expected_batch_size=54)
+        9
+    """
+    v1 = check_nonnegative_float(per_example_shot_variance, "per_example_shot_variance")
+    sigma = check_positive_float(noise_multiplier, "noise_multiplier")
+    clip = check_positive_float(clip_norm, "clip_norm")
+    batch = check_positive_float(expected_batch_size, "expected_batch_size")
+    f = check_positive_float(fraction, "fraction")
+    if f > 1:
+        raise ValueError(f"`fraction` must be in (0, 1]. Found {fraction!r}.")
+    return max(2, math.ceil(batch * v1 / (f * sigma**2 * clip**2)))

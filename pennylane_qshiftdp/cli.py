@@ -109,9 +109,17 @@ def _add_train_parser(subparsers) -> None:
                    help="loader batch size B; as in Opacus, Poisson sampling uses q = "
                    "1/ceil(N/B), so the expected batch qN can be below B (default: "
                    "%(default)s)")
-    p.add_argument("--shots", type=int, default=d.shots,
-                   help="shots per circuit Ns; 0 for analytic (default: %(default)s)")
-    p.add_argument("--device", default=d.device, help="PennyLane device (default: %(default)s)")
+    p.add_argument("--shots", type=_shots, default=d.shots,
+                   help="shots per circuit Ns; 0 for analytic; 'auto' for the fewest shots "
+                   "whose noise adds at most 1 %% of the DP noise variance (default: "
+                   "%(default)s)")
+    p.add_argument("--eval-shots", type=int, default=None,
+                   help="shots per circuit for the test accuracy (default: analytic on "
+                   "simulators; on hardware give a count)")
+    p.add_argument("--device", default=d.device,
+                   help="PennyLane device; 'auto' picks default.qubit below 10 qubits and "
+                   "lightning.qubit from 10 on (default.mixed with --depolarizing) (default: "
+                   "%(default)s)")
     p.add_argument("--layers", type=int, default=d.layers, help="default: %(default)s")
     p.add_argument("--qubits", type=int, default=d.qubits, help="default: %(default)s")
     p.add_argument("--lr", type=float, default=d.lr, help="SGD step (default: %(default)s)")
@@ -202,6 +210,21 @@ def _flag_names(message: str) -> str:
     return re.sub(r"\b(name|classes)='", lambda m: f"{_TRAIN_FLAGS[m.group(1)]}='", message)
 
 
+def _shots(text: str):
+    """``--shots``: a non-negative integer (0 = analytic) or 'auto'."""
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer or 'auto', not "
+                                         f"{text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer or 'auto', not "
+                                         f"{text!r}")
+    return value
+
+
 def _clip_norm(text: str):
     """``--max-grad-norm``: 'certified', 'adaptive' or a positive number."""
     if text in ("certified", "adaptive"):
@@ -223,6 +246,8 @@ def _run_train(args) -> int:
     fields["secure_mode"] = not args.seeded_noise
     if fields.get("shots") == 0:
         fields["shots"] = None
+    if fields.get("eval_shots") == 0:
+        fields["eval_shots"] = None
     config = TrainConfig(**fields)
     try:
         result = train(config, progress=not args.no_progress, resume=args.resume)
@@ -233,7 +258,10 @@ def _run_train(args) -> int:
     print()
     if result.stopped_early:
         print(f"Stopped early: {result.stopped_early}")
-    print(f"test accuracy: {result.test_accuracy:.4f}")
+    print(f"test accuracy: {result.test_accuracy:.4f} (evaluated "
+          f"{'analytically' if config.eval_shots is None else f'with {config.eval_shots} shots'}"
+          f" on {result.device})")
+    print(f"training shots: {result.training_shots} ({result.shots} per circuit)")
     print(f"ε spent: {result.epsilon:.4f} (target {config.epsilon}) after {result.steps} steps"
           + (f"; credited Q-ShiftDP ε (Gaussian approximation): {result.credited_epsilon:.4f}"
              if config.credit != "none" and math.isfinite(result.epsilon) else ""))

@@ -21,6 +21,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pennylane as qml
 import torch
 from opacus.data_loader import DPDataLoader
 
@@ -47,8 +48,9 @@ class TrainConfig:
     delta: float = 1e-5
     epochs: int = 10
     expected_batch_size: int = 64
-    shots: int | None = 1000
-    device: str = "lightning.qubit"
+    shots: int | str | None = 1000  # "auto": the fewest shots adding ≤ 1 % of the DP variance
+    device: str = "auto"  # "auto": default.qubit below LIGHTNING_QUBITS qubits, lightning above
+    eval_shots: int | None = None  # shots for test accuracy; None: analytic (simulators)
     layers: int = 2
     qubits: int = 4
     lr: float = 0.2
@@ -86,6 +88,51 @@ class TrainResult:
     output_dir: str | None
     stopped_early: str | None = None
     credited_epsilon: float = math.inf
+    shots: int | None = None  # shots per circuit used in training (after "auto")
+    training_shots: int = 0  # shots executed by the training device in all
+    device: str | None = None
+
+
+#: From this many qubits on, ``device="auto"`` picks lightning.qubit (measured crossover of the
+#: fused per-example evaluation, benchmarks/RESULTS.md §1).
+LIGHTNING_QUBITS = 10
+#: ``shots="auto"``: the shot noise of a step adds at most this fraction of the DP noise variance.
+AUTO_SHOTS_FRACTION = 0.01
+
+
+def resolve_device(config) -> str:
+    """The device name for ``config.device`` (``"auto"`` picks by size and device noise)."""
+    if config.device != "auto":
+        return config.device
+    if config.depolarizing > 0:
+        return "default.mixed"
+    return "lightning.qubit" if config.qubits >= LIGHTNING_QUBITS else "default.qubit"
+
+
+def _auto_shots(config, model_cls, data, loss_fn) -> int:
+    """``shots="auto"``: plan Ns from σ, the clip norm and the certified per-weight bounds."""
+    from .calibration import calibrate_noise_multiplier, epochs_to_steps, plan_shots
+    from .sensitivity import sensitivity
+
+    if not math.isfinite(config.epsilon):
+        raise ValueError("`shots`='auto' plans the shots against the DP noise and needs a "
+                         "finite `epsilon`.")
+    probe = model_cls(config.qubits, config.layers, device="default.qubit", shots=None,
+                      init_seed=config.seed)
+    weights = probe.qlayer.weights.detach().double().requires_grad_(True)
+    sens = sensitivity(probe.qnode, inputs=torch.zeros(config.qubits, dtype=torch.float64),
+                       weights=weights, loss=loss_fn)
+    n = len(data.y_train)
+    q = 1.0 / math.ceil(n / config.expected_batch_size)
+    sigma = calibrate_noise_multiplier(target_epsilon=config.epsilon, target_delta=config.delta,
+                                       sample_rate=q, steps=epochs_to_steps(
+                                           epochs=config.epochs, sample_rate=q),
+                                       accountant=config.accountant)
+    clip = (float(config.max_grad_norm) if not isinstance(config.max_grad_norm, str)
+            else sens.delta)
+    v1 = (sens.loss_grad_bounds[0] * float(sens.per_weight.max())) ** 2
+    return plan_shots(per_example_shot_variance=v1, noise_multiplier=sigma, clip_norm=clip,
+                      expected_batch_size=q * n, fraction=AUTO_SHOTS_FRACTION)
 
 
 #: Step-record fields that do not depend on the private batches (written by default).
@@ -162,8 +209,18 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
     if not (math.isfinite(config.lr) and config.lr > 0):
         raise ValueError(f"`lr` must be positive and finite. Found {config.lr}.")
     private = math.isfinite(config.epsilon)
-    if config.credit != "none" and config.shots is not None and config.shots < 30:
-        warnings.warn(f"credit={config.credit!r} with shots={config.shots}: crediting treats "
+    if config.model not in ("quantum", "hybrid"):
+        raise ValueError(f"`model` must be 'quantum' or 'hybrid'. Found {config.model!r}.")
+    model_cls = QuantumClassifier if config.model == "quantum" else HybridClassifier
+    loss_fn = {"linear": LinearLoss(), "mse": MSELoss(target_bound=1.0)}[config.loss]
+    shots = config.shots
+    if shots == "auto":
+        shots = _auto_shots(config, model_cls, data, loss_fn)
+    elif isinstance(shots, str):
+        raise ValueError(f"`shots` must be a positive integer, None or 'auto'. Found {shots!r}.")
+    device = resolve_device(config)
+    if config.credit != "none" and shots is not None and shots < 30:
+        warnings.warn(f"credit={config.credit!r} with shots={shots}: crediting treats "
                       f"each sample mean as Gaussian (central limit theorem), which is a poor "
                       f"approximation for so few shots.", PrivacyWarning, stacklevel=2)
     recorder = ShotRecorder() if config.credit != "none" else None
@@ -173,11 +230,8 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
                       "signal-to-noise ratio) to the outputs; they are NOT covered by the "
                       "differential-privacy guarantee. Do not publish them.", PrivacyWarning,
                       stacklevel=2)
-    if config.model not in ("quantum", "hybrid"):
-        raise ValueError(f"`model` must be 'quantum' or 'hybrid'. Found {config.model!r}.")
-    model_cls = QuantumClassifier if config.model == "quantum" else HybridClassifier
-    model = model_cls(config.qubits, config.layers, device=config.device,
-                      shots=config.shots, seed=_seed_for(config.seed, 0, 0),
+    model = model_cls(config.qubits, config.layers, device=device,
+                      shots=shots, seed=_seed_for(config.seed, 0, 0),
                       recorder=recorder, init_scale=config.init_scale,
                       init_seed=config.seed, depolarizing=config.depolarizing)
     floor = model.variance_floor() if config.variance_floor is None else config.variance_floor
@@ -196,7 +250,9 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
     dataset = torch.utils.data.TensorDataset(x_train, y_train)
     loader = torch.utils.data.DataLoader(dataset, batch_size=config.expected_batch_size)
     sgd = torch.optim.SGD(model.parameters(), lr=config.lr)
-    loss_fn = {"linear": LinearLoss(), "mse": MSELoss(target_bound=1.0)}[config.loss]
+    eval_model = model_cls(config.qubits, config.layers, device=device,
+                           shots=config.eval_shots, seed=_seed_for(config.seed, 0, 4),
+                           init_seed=config.seed, depolarizing=config.depolarizing)
     if private:
         hybrid = config.model == "hybrid"
         pmodel, opt, train_loader = make_private(
@@ -221,7 +277,7 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
         noise_gen = None
 
     out_dir = Path(config.output_dir) if config.output_dir else None
-    start_epoch, metrics, records = 0, [], []
+    start_epoch, metrics, records, training_shots = 0, [], [], 0
     if not resume and out_dir is not None and any(
             (out_dir / f).exists() for f in ("ledger.json", "checkpoint.pt")):
         raise ValueError(
@@ -247,9 +303,11 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
             opt.history = [StepRecord(r) for r in ckpt["step_records"]]
             opt.max_grad_norm = ckpt.get("clip_norm", opt.max_grad_norm)
         start_epoch, metrics, records = ckpt["epoch"], ckpt["metrics"], ckpt["step_records"]
+        training_shots = metrics[-1].get("training_shots", 0) if metrics else 0
 
     stopped = None
     dev = model.qlayer.qnode.device
+
     last = config.epochs if stop_after_epochs is None else min(config.epochs, stop_after_epochs)
     bar = tqdm(total=len(train_loader) * (last - start_epoch), disable=not progress,
                desc="qshiftdp train")
@@ -258,12 +316,14 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
     warnings.filterwarnings("ignore", message="Full backward hook is firing when gradients")
     for epoch in range(start_epoch, last):
         # Per-epoch reseeding makes a resumed run repeat the uninterrupted one exactly.
-        if config.shots is not None:
+        if shots is not None:
             _compat.reseed_device(dev, [config.seed, epoch, 1])
         if not config.secure_mode:
             sampler_gen.manual_seed(_seed_for(config.seed, epoch, 2))
         if noise_gen is not None:
             noise_gen.manual_seed(_seed_for(config.seed, epoch, 3))
+        tracker = qml.Tracker(dev)
+        tracker.__enter__()
         for xb, yb in train_loader:
             opt.zero_grad()
             if private:
@@ -280,12 +340,16 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
                     loss_fn(model(xb), yb).sum().div(config.expected_batch_size).backward()
                     sgd.step()
             bar.update(1)
-        acc = _accuracy(model, x_test, y_test)
+        tracker.__exit__(None, None, None)
+        training_shots += int(tracker.totals.get("shots", 0))
+        eval_model.load_state_dict(model.state_dict())
+        acc = _accuracy(eval_model, x_test, y_test)
         row = {"epoch": epoch + 1, "steps": (epoch + 1) * len(train_loader) if not private
                else len(records),
                "epsilon": opt.ledger.epsilon if private else math.inf,
                "credited_epsilon": opt.ledger.credited_epsilon if private else math.inf,
-               "test_accuracy": acc, "elapsed_s": time.perf_counter() - t0}
+               "test_accuracy": acc, "training_shots": training_shots,
+               "elapsed_s": time.perf_counter() - t0}
         metrics.append(row)
         bar.set_postfix(acc=f"{acc:.3f}", eps=f"{row['epsilon']:.3f}")
         if out_dir is not None:
@@ -310,10 +374,13 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
         statement=statement, metrics=metrics, step_records=records,
         weights=model.qlayer.weights.detach().numpy().copy(),
         output_dir=str(out_dir) if out_dir else None, stopped_early=stopped,
+        shots=shots, training_shots=training_shots, device=device,
     )
     if private:
         violations = sum(r.get("certified_bound_violations", 0) for r in records)
-        opt.ledger.extra_update({"certified_clip_violations": int(violations)})
+        opt.ledger.extra_update({"certified_clip_violations": int(violations),
+                                 "shots_per_circuit": shots, "training_shots": training_shots,
+                                 "device": device})
         result.statement = opt.ledger.statement()
     if out_dir is not None:
         write_outputs(result, opt.ledger if private else None, out_dir,
@@ -343,6 +410,8 @@ def write_outputs(result: TrainResult, ledger: PrivacyLedger | None, out_dir: Pa
     (out_dir / "metrics.json").write_text(json.dumps(
         {"test_accuracy": result.test_accuracy, "epsilon": result.epsilon,
          "credited_epsilon": result.credited_epsilon, "steps": result.steps,
+         "shots_per_circuit": result.shots, "training_shots": result.training_shots,
+         "device": result.device,
          "per_epoch": result.metrics, "per_step": records, "diagnostics": diagnostics,
          "stopped_early": result.stopped_early}, indent=2, default=float))
     if result.metrics:

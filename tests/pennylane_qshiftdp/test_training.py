@@ -260,3 +260,41 @@ def test_outputs_hold_only_public_fields_unless_diagnostics(tmp_path):
     assert (tmp_path / "diag" / "diagnostics.png").exists()
     ledger = json.loads((tmp_path / "diag" / "ledger.json").read_text())
     assert ledger["extra"]["certified_clip_violations"] == 0
+
+
+def test_shots_auto_device_auto_and_eval_shots():
+    from pennylane_qshiftdp.calibration import plan_shots
+    from pennylane_qshiftdp.training import resolve_device
+
+    cfg = TrainConfig(**{**TINY, "epochs": 1, "shots": "auto", "device": "auto"})
+    r = train(cfg, progress=False)
+    rec = r.step_records[0]
+    sigma = math.sqrt(rec["target_variance"]) / rec["clip_norm"]
+    # per-weight bound 1 for ⟨Z0⟩ and |∂ℓ/∂f| ≤ 1 (linear loss): v1 = 1
+    q_n = float(re.search(r"expected batch size qN = ([0-9.]+)", r.statement).group(1))
+    expected = plan_shots(per_example_shot_variance=1.0, noise_multiplier=sigma,
+                          clip_norm=rec["clip_norm"], expected_batch_size=q_n)
+    assert r.device == "default.qubit" and r.training_shots > 0
+    assert r.shots == expected
+    assert r.training_shots % r.shots == 0
+    assert resolve_device(TrainConfig(qubits=12)) == "lightning.qubit"
+    assert resolve_device(TrainConfig(depolarizing=0.1)) == "default.mixed"
+    assert resolve_device(TrainConfig(device="lightning.qubit")) == "lightning.qubit"
+    r2 = train(TrainConfig(**{**TINY, "epochs": 1}, eval_shots=10), progress=False)
+    assert r2.test_accuracy * len(r2.metrics) >= 0  # runs; accuracy from a 10-shot evaluation
+    with pytest.raises(ValueError, match="needs a finite `epsilon`"):
+        train(TrainConfig(**{**TINY, "epochs": 1, "shots": "auto", "epsilon": math.inf}),
+              progress=False)
+
+
+def test_plan_shots_closed_form():
+    from pennylane_qshiftdp.calibration import plan_shots
+
+    # the numbers: qN = 54, σ²C² = 652, per-example bound 1 → ⌈54 / 6.52⌉ = 9
+    assert plan_shots(per_example_shot_variance=1.0, noise_multiplier=math.sqrt(652.0),
+                      clip_norm=1.0, expected_batch_size=54) == 9
+    assert plan_shots(per_example_shot_variance=0.0, noise_multiplier=1.0, clip_norm=1.0,
+                      expected_batch_size=54) == 2
+    with pytest.raises(ValueError, match=re.escape("`fraction` must be in (0, 1]. Found 2.0.")):
+        plan_shots(per_example_shot_variance=1.0, noise_multiplier=1.0, clip_norm=1.0,
+                   expected_batch_size=1, fraction=2.0)
