@@ -295,11 +295,19 @@ def section_qprldp(out, lines):
     _img(lines, "bench_qprldp", mode)
 
 
-def section_reliability(out, lines):
-    lines.append("## 7. Reliability of the main job (`bench_reliability.py`)\n")
-    data, mode = _load(out, "bench_reliability")
+def _section_start(out, lines, title, stem):
+    """Append the section title; return (data, mode), noting a missing result."""
+    lines.append(f"## {title} (`{stem}.py`)\n")
+    data, mode = _load(out, stem)
     if data is None:
         lines.append("No result yet.\n")
+    return data, mode
+
+
+def section_reliability(out, lines):
+    data, mode = _section_start(out, lines, "7. Reliability of the main job",
+                                "bench_reliability")
+    if data is None:
         return
     cfg = data["config"]
     lines.append(
@@ -315,10 +323,9 @@ def section_reliability(out, lines):
 
 
 def section_variance_bound(out, lines):
-    lines.append("## 8. Adaptive credit's variance bound (`bench_variance_bound.py`)\n")
-    data, mode = _load(out, "bench_variance_bound")
+    data, mode = _section_start(out, lines, "8. Adaptive credit's variance bound",
+                                "bench_variance_bound")
     if data is None:
-        lines.append("No result yet.\n")
         return
     cfg = data["config"]
     lines.append(
@@ -332,10 +339,8 @@ def section_variance_bound(out, lines):
 
 
 def section_audit(out, lines):
-    lines.append("## 9. Privacy audit of one step (`bench_audit.py`)\n")
-    data, mode = _load(out, "bench_audit")
+    data, mode = _section_start(out, lines, "9. Privacy audit of one step", "bench_audit")
     if data is None:
-        lines.append("No result yet.\n")
         return
     rows = data.get("rows") or data.get("results") or []
     if rows:

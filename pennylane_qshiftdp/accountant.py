@@ -474,11 +474,16 @@ class PrivacyLedger:
         """
         if self._credit_mode == "none":
             return self.proven_epsilon
-        key = ("credited", tuple(self._credited))
-        cache = getattr(self, "_credited_cache", None)
+        return self._cached_epsilon("_credited_cache", self._credited)
+
+    def _cached_epsilon(self, slot: str, history) -> float:
+        """ε of ``history``, cached in attribute ``slot`` until the history changes."""
+        key = tuple(history)
+        cache = getattr(self, slot, None)
         if cache is None or cache[0] != key:
-            self._credited_cache = (key, self._epsilon_of(self._credited))
-        return self._credited_cache[1]
+            cache = (key, self._epsilon_of(history))
+            setattr(self, slot, cache)
+        return cache[1]
 
     @property
     def proven_history(self) -> list[tuple[float, float, int]]:
@@ -493,11 +498,7 @@ class PrivacyLedger:
     @property
     def proven_epsilon(self) -> float:
         """ε (nats) proven from the Gaussian noise actually added (no approximation)."""
-        key = ("proven", tuple(self._proven))
-        cache = getattr(self, "_proven_cache", None)
-        if cache is None or cache[0] != key:
-            self._proven_cache = (key, self._epsilon_of(self._proven))
-        return self._proven_cache[1]
+        return self._cached_epsilon("_proven_cache", self._proven)
 
     @property
     def epsilon(self) -> float:

@@ -281,23 +281,22 @@ def _loss(out, y):
     return ell.mean() if len(ell) else ell.sum()  # an empty batch still runs backward
 
 
+def _epoch(model, opt, loader, memory_manager=False):
+    """One pass of the standard loop (through Opacus's BatchMemoryManager if asked)."""
+    if memory_manager:
+        with BatchMemoryManager(data_loader=loader, max_physical_batch_size=2,
+                                optimizer=opt) as mem_loader:
+            _epoch(model, opt, mem_loader)
+        return
+    for x, y in loader:
+        opt.zero_grad()
+        _loss(model(x), y).backward()
+        opt.step()
+
+
 def _run_empty_batches(model, opt, loader, memory_manager=False):
-    steps = 0
     for _ in range(40 // len(loader)):
-        if memory_manager:
-            with BatchMemoryManager(data_loader=loader, max_physical_batch_size=2,
-                                    optimizer=opt) as mem_loader:
-                for x, y in mem_loader:
-                    opt.zero_grad()
-                    _loss(model(x), y).backward()
-                    opt.step()
-        else:
-            for x, y in loader:
-                opt.zero_grad()
-                _loss(model(x), y).backward()
-                opt.step()
-        steps += len(loader)
-    return steps
+        _epoch(model, opt, loader, memory_manager)
 
 
 @pytest.mark.parametrize("memory_manager", [False, True])
@@ -410,12 +409,7 @@ def test_batch_memory_manager_does_not_trip_the_loader_check(recwarn):
     model, opt, loader = qs.make_private(
         layer, torch.optim.SGD(layer.parameters(), lr=0.1), _loader(_data(n=16), batch_size=8),
         target_epsilon=1.0, target_delta=1e-5, epochs=2, seed=0)
-    with BatchMemoryManager(data_loader=loader, max_physical_batch_size=2,
-                            optimizer=opt) as mem_loader:
-        for x, y in mem_loader:
-            opt.zero_grad()
-            _loss(model(x), y).backward()
-            opt.step()
+    _epoch(model, opt, loader, memory_manager=True)
     assert not [w for w in recwarn if issubclass(w.category, qs.PrivacyWarning)]
     assert opt.ledger.steps == 2
 
