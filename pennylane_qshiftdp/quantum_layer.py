@@ -25,6 +25,13 @@ light-cone pruning and post-processing are PennyLane's (through
 :func:`~pennylane_qshiftdp.param_shift`); shot statistics are recorded per example when a
 :class:`~.ShotRecorder` is attached.
 
+Exact-law shot sampling (opt-in, simulators only;
+:func:`~pennylane_qshiftdp.sampling.use_exact_law`): the same circuits run analytically,
+merged into broadcast tapes, in the same single execution, and every :math:`N_s`-shot
+estimate is drawn from the exact outcome law with the device's generator
+(:func:`~pennylane_qshiftdp.sampling.execute_exact_law`); the recorded shot statistics are
+computed from the drawn estimates exactly as from the device's.
+
 Gradients with respect to broadcast inputs (a trainable classical layer before the TorchLayer)
 are supported: PennyLane's ``param_shift`` refuses them (pennylane#4462), so the shifts are read
 off PennyLane's shifted tapes of one unbroadcast example and applied to the broadcast tape; a
@@ -41,7 +48,7 @@ import pennylane as qml
 import torch
 from opacus.grad_sample import register_grad_sampler
 
-from . import _compat
+from . import _compat, sampling
 from .exceptions import SensitivityError
 from .shot_statistics import ShotRecorder, active_recorder
 from .transform import (
@@ -94,7 +101,7 @@ def check_private_qnode(qnode) -> None:
         >>> dev = qml.device("default.qubit", wires=1)
         >>> qn = qml.QNode(lambda inputs, w: qml.expval(qml.Z(0)), dev,
         ...                diff_method="finite-diff")
-        >>> check_private_qnode(qn)
+        >>> check_private_qnode(qn)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
         pennylane_qshiftdp.exceptions.SensitivityError: ...
@@ -263,8 +270,10 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
     Raises:
         SensitivityError: for a QNode whose diff method is not the private transform.
         NotImplementedError: for shot vectors, a QNode that produces several tapes, a gate
-            parameter depending on both inputs and weights, or a shift rule that is not an
-            additive shift of a broadcast input parameter.
+            parameter depending on both inputs and weights, a shift rule that is not an
+            additive shift of a broadcast input parameter, a recorder with a measurement other
+            than ``expval``, or, under exact-law sampling, a device without a numpy generator
+            or an observable with more than two eigenvalues.
 
     Example:
         >>> from pennylane_qshiftdp.models import make_qnode
@@ -317,8 +326,10 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
     input_jacs = [deps[i][2].reshape(batch, -1) for i in x_idx]
 
     device = qnode.device
+    exact = sampling.shot_sampling(qnode) == "exact_law" and bool(tape.shots)
     if not diff_idx:
-        [res] = qml.execute([fwd], device, diff_method=None)
+        [res] = (sampling.execute_exact_law([fwd], device) if exact
+                 else qml.execute([fwd], device, diff_method=None))
         out = _flat(res, batch if fwd.batch_size else 1, num_meas)
         out = np.broadcast_to(out, (batch, out.shape[1]))
         return LayerEvaluation(torch.as_tensor(out.copy()), torch.zeros(batch, out.shape[1], 0,
@@ -340,18 +351,33 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
                     "A shift rule of a broadcast input parameter is not a pure additive shift; "
                     "per-example input gradients are not supported for it."
                 )
-    shifted = [fwd.bind_new_parameters([p + d for p, d in zip(np_params, s, strict=True)],
-                                       list(range(len(np_params)))) for s in shifts]
+    shifted_params = [[p + d for p, d in zip(np_params, s, strict=True)] for s in shifts]
     recorder = _recorder_of(qnode)
+    per_tape = 1
     if recorder is not None:
         if not tape.shots:
             raise ValueError(
                 "Shot statistics were requested (a ShotRecorder is attached) but the circuit "
                 "is analytic (shots=None); set finite shots on the QNode or detach the recorder."
             )
+        unsupported = [mp for mp in tape.measurements
+                       if not isinstance(mp, qml.measurements.ExpectationMP)]
+        if unsupported:
+            raise NotImplementedError(
+                f"{_TRANSFORM_NAME} records shot statistics for expval measurements only; "
+                f"found {unsupported}. Detach the recorder to differentiate var/probs."
+            )
         plans = [_plan_for(mp.obs) for mp in tape.measurements]
-        shifted, per_tape = _rewrite(shifted, plans, tape.shots)
-    results = qml.execute([fwd, *shifted], device, diff_method=None)
+    if exact:
+        # Analytic circuits merged into broadcast tapes, estimates drawn from the exact law
+        # (it refuses the observables that recording would rewrite into samples).
+        results = sampling._execute(fwd, [np_params, *shifted_params], device)
+    else:
+        shifted = [fwd.bind_new_parameters(ps, list(range(len(np_params))))
+                   for ps in shifted_params]
+        if recorder is not None:
+            shifted, per_tape = _rewrite(shifted, plans, tape.shots)
+        results = qml.execute([fwd, *shifted], device, diff_method=None)
     res_batch = batch if fwd.batch_size else 1
     out = _flat(results[0], res_batch, num_meas)
     if recorder is not None:
@@ -417,13 +443,40 @@ def _empty_output(layer, inputs):
     return out.reshape(0) if len(mps) == 1 and n_out == 1 else out
 
 
+def _exact_law_forward(layer, inputs):
+    """Outputs without gradients under exact-law shot sampling (``None``: evaluate as usual).
+
+    Same layout as the fused evaluation: ``(B, n_out)``, or ``(B,)`` for one scalar output.
+    """
+    qnode = layer.qnode
+    if sampling.shot_sampling(qnode) != "exact_law":
+        return None
+    kwargs = {layer.input_arg: inputs.detach().double(),
+              **{k: w.detach().double() for k, w in layer.qnode_weights.items()}}
+    tapes, _ = qml.workflow.construct_batch(qnode, level="gradient")(**kwargs)
+    if len(tapes) != 1 or not tapes[0].shots or tapes[0].shots.has_partitioned_shots:
+        return None
+    tape = tapes[0]
+    params = [np.asarray(p.numpy() if isinstance(p, torch.Tensor) else p)
+              for p in tape.get_parameters(trainable_only=False)]
+    fwd = tape.bind_new_parameters(params, list(range(len(params))))
+    [res] = sampling.execute_exact_law([fwd], qnode.device)
+    batch = int(inputs.shape[0])
+    out = _flat(res, batch if fwd.batch_size else 1, len(fwd.measurements))
+    out = torch.as_tensor(np.broadcast_to(out, (batch, out.shape[1])).copy()).to(inputs.dtype)
+    single = len(fwd.measurements) == 1 and _num_outputs(fwd.measurements[0]) == 1
+    return out.reshape(-1) if single else out
+
+
 def fused_evaluate_qnode(layer, x):
     """Replacement of ``TorchLayer._evaluate_qnode`` for QNodes using the private transform.
 
     Returns ``None`` outside autograd (``torch.no_grad()``, or frozen weights and inputs): the
-    caller then evaluates the QNode as PennyLane does. With gradients it executes forward and
-    shifted circuits together and keeps the per-example Jacobians for the backward pass and
-    Opacus's grad sampler. An empty batch returns a zero-row output without executing anything.
+    caller then evaluates the QNode as PennyLane does (under exact-law shot sampling, see
+    :mod:`~pennylane_qshiftdp.sampling`, the forward circuit is evaluated here instead). With
+    gradients it executes forward and shifted circuits together and keeps the per-example
+    Jacobians for the backward pass and Opacus's grad sampler. An empty batch returns a
+    zero-row output without executing anything.
     """
     single = x.ndim == 1
     xb = x.reshape(1, -1) if single else x
@@ -432,7 +485,10 @@ def fused_evaluate_qnode(layer, x):
     weights = list(layer.qnode_weights.values())
     if not (torch.is_grad_enabled()
             and (x.requires_grad or any(w.requires_grad for w in weights))):
-        return None
+        out = _exact_law_forward(layer, xb)
+        if out is None:
+            return None
+        return out[0] if single else out
     ev = evaluate_layer(layer, xb, input_grad=bool(x.requires_grad))
     if layer.training:
         pending = layer.__dict__.setdefault("_qshiftdp_pending", [])
