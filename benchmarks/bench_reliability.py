@@ -28,6 +28,9 @@ def main(argv=None) -> int:
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--device", default=None, help="default: the job's default device")
     p.add_argument("--epochs", type=int, default=None, help="default: the job's default")
+    p.add_argument("--max-grad-norm", default=None,
+                   help="clip strategy (default: the job's default)")
+    p.add_argument("--name", default="bench_reliability", help="result file stem")
     p.add_argument("--quick", action="store_true", help="3 runs of 2 epochs")
     p.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--out", default=None, help="result directory (default benchmarks/results)")
@@ -46,6 +49,10 @@ def main(argv=None) -> int:
         overrides["device"] = args.device
     if args.epochs or args.quick:
         overrides["epochs"] = args.epochs or 2
+    if args.max_grad_norm:
+        mgn = args.max_grad_norm
+        overrides["max_grad_norm"] = mgn if mgn in ("certified", "public", "adaptive") \
+            else float(mgn)
     rows = []
     for i in range(runs):
         t0 = time.perf_counter()
@@ -66,7 +73,7 @@ def main(argv=None) -> int:
         "mean_seconds": statistics.fmean(r["seconds"] for r in rows),
         "per_run": rows,
     }
-    path = write_result(result_name("bench_reliability", args.quick), summary,
+    path = write_result(result_name(args.name, args.quick), summary,
                         Path(args.out) if args.out else None)
     print(f"mean {summary['mean_accuracy']:.4f} ± {summary['sd_accuracy']:.4f}, worst "
           f"{summary['worst_accuracy']:.4f}, {summary['runs_at_least_0.95']}/{runs} runs ≥ "

@@ -137,7 +137,9 @@ def _add_train_parser(subparsers) -> None:
                    "the device noise by qprldp_core.certify_device)")
     p.add_argument("--max-grad-norm", default=d.max_grad_norm, type=_clip_norm,
                    help="per-example clip norm: 'certified' (the a-priori bound Δ of the "
-                   "parameter-shift gradient, never binds for the declared loss), 'adaptive' "
+                   "parameter-shift gradient, never binds for the declared loss), 'public' (the "
+                   "largest gradient norm over the input domain [0, π] at the current weights, "
+                   "recomputed every epoch; no data used), 'adaptive' "
                    "(quantile clipping) or a positive number (DP-SGD) (default: %(default)s)")
     p.add_argument("--model", default=d.model, choices=["quantum", "hybrid"],
                    help="quantum: the TorchLayer alone; hybrid: Linear -> angles -> TorchLayer "
@@ -226,14 +228,15 @@ def _shots(text: str):
 
 
 def _clip_norm(text: str):
-    """``--max-grad-norm``: 'certified', 'adaptive' or a positive number."""
-    if text in ("certified", "adaptive"):
+    """``--max-grad-norm``: 'certified', 'public', 'adaptive' or a positive number."""
+    if text in ("certified", "public", "adaptive"):
         return text
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"must be 'certified', 'adaptive' or a positive number, not {text!r}") from None
+            f"must be 'certified', 'public', 'adaptive' or a positive number, not {text!r}"
+        ) from None
     if not (value > 0 and value != float("inf")):
         raise argparse.ArgumentTypeError(f"must be a positive finite number, not {text!r}")
     return value

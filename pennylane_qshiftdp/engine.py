@@ -40,13 +40,14 @@ from .calibration import calibrate_noise_multiplier, epochs_to_steps
 from .exceptions import PrivacyWarning, SensitivityError
 from .losses import BoundedLoss, LinearLoss
 from .optimizer import QShiftDPOptimizer
+from .public_clip import domain_gradient_bound
 from .sensitivity import Sensitivity, sensitivity
 from .shot_statistics import ShotRecorder
 
 __all__ = ["make_private", "CLIP_MODES", "DEFAULT_PROVEN_EPSILON_FACTOR"]
 
 #: Accepted string values of ``max_grad_norm`` (a positive float is fixed DP-SGD clipping).
-CLIP_MODES = ("certified", "adaptive")
+CLIP_MODES = ("certified", "public", "adaptive")
 
 #: With shot-noise credit, the artificial noise never drops below the level that alone gives
 #: ε = factor × target ε (docs/noise.md, "Noise floor").
@@ -170,6 +171,16 @@ def _poisson_loader(data_loader, sample_rate: float, generator, distributed: boo
     return loader
 
 
+def _feeds_data(module, layer, example) -> bool:
+    """Whether ``layer`` receives the raw example (the module adds only fixed reshaping)."""
+    try:
+        x = _layer_inputs(module, layer, example)
+    except Exception:  # noqa: BLE001 - probing only
+        return False
+    ref = torch.as_tensor(example, dtype=torch.float64).reshape(-1)
+    return x.shape == ref.shape and bool(torch.allclose(x, ref))
+
+
 def _versions() -> dict:
     """Versions of the packages the guarantee depends on (for the ledger's provenance)."""
     from importlib.metadata import PackageNotFoundError, version
@@ -206,7 +217,8 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
                  strict: bool = False, adaptive_clipping: dict | None = None,
                  seed: int | None = None, secure_mode: bool = False, jacobian_bound=None,
                  loss_reduction: str = "mean", sample_rate: float | None = None,
-                 distributed: bool = False, preprocessing_note: str | None = None):
+                 distributed: bool = False, input_range: tuple[float, float] | None = None,
+                 preprocessing_note: str | None = None):
     r"""Make a quantum or hybrid model, its optimizer and data loader private (Opacus).
 
     Args:
@@ -219,8 +231,12 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         target_epsilon: ε > 0 (nats). target_delta: δ ∈ (0, 1), well below 1/N.
         epochs: training epochs (T = ⌈epochs / q⌉ steps).
         max_grad_norm: ``"certified"`` (default: C = the a-priori bound Δ of the declared
-            ``loss``; needs exactly one TorchLayer), a positive float (DP-SGD clipping of all
-            parameters at C) or ``"adaptive"`` (quantile clipping, Andrew et al.).
+            ``loss``; needs exactly one TorchLayer), ``"public"`` (C_t = the largest
+            per-example gradient norm over the declared ``input_range`` at the current weights,
+            :func:`~pennylane_qshiftdp.public_clip.domain_gradient_bound`, recomputed every
+            epoch; needs a model that is one TorchLayer fed by the data), a positive float
+            (DP-SGD clipping of all parameters at C) or ``"adaptive"`` (quantile clipping,
+            Andrew et al.).
         loss: the :class:`~pennylane_qshiftdp.losses.BoundedLoss` whose gradient bound enters
             Δ (``"certified"`` only; default linear). Any loss may be back-propagated: a
             wrong declaration only makes clips bind (counted, or raised with ``strict``).
@@ -248,6 +264,8 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         loss_reduction: ``"mean"`` (the loop back-propagates a batch mean) or ``"sum"``.
         sample_rate: Poisson sampling rate q ∈ (0, 1]; default ``1/len(data_loader)``
             (Opacus's convention). The returned loader then has ``⌈1/q⌉`` batches per epoch.
+        input_range: ``(a, b)`` bounding every input feature (``"public"`` only; public
+            knowledge of the preprocessing, e.g. angles in [0, π]).
         distributed: data-parallel training on an initialised ``torch.distributed`` process
             group (``torchrun``): every process calls ``make_private`` with the same
             arguments; the parameters are broadcast from rank 0, each process Poisson-samples
@@ -279,6 +297,7 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         2.44949
     """
     check_epsilon(target_epsilon, "target_epsilon")
+    user_loss = loss
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"`optimizer` must be a torch.optim.Optimizer. Found "
                         f"{type(optimizer).__name__}.")
@@ -338,17 +357,18 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
                                           jacobian_bound=jacobian_bound)
             except (SensitivityError, ValueError, NotImplementedError):
                 sens = None
-    elif max_grad_norm == "certified" or credit != "none":
+    elif max_grad_norm in ("certified", "public") or credit != "none":
         if len(layers) != 1:
             raise ValueError(f"max_grad_norm='certified' needs exactly one TorchLayer. Found "
                              f"{len(layers)}; pass a float clip norm instead.")
         loss = LinearLoss() if loss is None else loss
         sens = _layer_sensitivity(module, layers[0], dataset[0][0], loss=loss,
                                   adjacency=adjacency, jacobian_bound=jacobian_bound)
-    if loss is not None and max_grad_norm != "certified":
-        warnings.warn("`loss` is used only with max_grad_norm='certified'; the clip norm bounds "
-                      "the gradients here.", PrivacyWarning, stacklevel=2)
+    if user_loss is not None and max_grad_norm not in ("certified", "public"):
+        warnings.warn("`loss` is used only with max_grad_norm='certified' or 'public'; the clip "
+                      "norm bounds the gradients here.", PrivacyWarning, stacklevel=2)
     adaptive = None
+    public_clip = None
     if max_grad_norm == "certified":
         quantum_params = [p for p in trainable if id(p) in quantum]
         if classical:
@@ -367,6 +387,31 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
                      "description": "C = the certified a-priori bound Δ of the parameter-shift "
                      "gradient" + (f" combined with C_classical = {classical_max_grad_norm:g}"
                                    if classical else "") + "; a binding clip is reported"}
+    elif max_grad_norm == "public":
+        if classical or len(layers) != 1 or module is not layers[0] and not _feeds_data(
+                module, layers[0], dataset[0][0]):
+            raise ValueError("max_grad_norm='public' needs a model whose only trainable layer "
+                             "is one TorchLayer fed by the data (its input domain is "
+                             "`input_range`).")
+        if input_range is None:
+            raise ValueError("max_grad_norm='public' needs `input_range=(low, high)`, a bound "
+                             "on every input feature known without the data.")
+        layer = layers[0]
+        n_in = int(torch.as_tensor(dataset[0][0]).numel())
+        bounds = sens.loss_grad_bounds
+        sample_seed = seed
+
+        def clip_norm_fn(step):
+            return domain_gradient_bound(layer, input_range=input_range, n_inputs=n_in,
+                                         loss_grad_bounds=bounds, seed=(sample_seed or 0, step))
+
+        public_clip = clip_norm_fn
+        clip = min(sens.delta, clip_norm_fn(0))
+        clip_info = {"mode": "public", "delta": sens.delta, "initial_clip_norm": clip,
+                     "input_range": list(input_range),
+                     "description": "C_t = the largest per-example gradient norm over the "
+                     f"input domain {list(input_range)} at the current weights (public "
+                     "information, recomputed every epoch; never above Δ)"}
     elif max_grad_norm == "adaptive":
         adaptive = dict(adaptive_clipping or {})
         clip = float(adaptive.pop("initial_clipbound", sens.delta if sens else 1.0))
@@ -465,6 +510,9 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         adaptive_clipping=adaptive, generator=gen, secure_mode=secure_mode, ledger=ledger,
         outcome_range=sens.observable_ranges[0] if sens is not None else None,
         loss_reduction=loss_reduction, distributed=distributed,
+        clip_norm_fn=(None if public_clip is None else
+                      (lambda step: min(sens.delta, public_clip(step)))),
+        clip_refresh_steps=max(1, round(1.0 / sample_rate)),
     )
     private_opt.sensitivity = sens
     private_opt.attach_loader(dp_loader)

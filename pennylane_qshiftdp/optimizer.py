@@ -37,7 +37,12 @@ import numpy as np
 import torch
 from opacus.optimizers import DPOptimizer
 
-from ._validation import check_beta, check_nonnegative_float, check_positive_float
+from ._validation import (
+    check_beta,
+    check_nonnegative_float,
+    check_positive_float,
+    check_positive_int,
+)
 from .accountant import PrivacyLedger
 from .exceptions import PrivacyBudgetExceededError, PrivacyWarning, SensitivityError
 from .noise import CREDIT_MODES, confidence_multiplier, shot_noise_credit
@@ -48,6 +53,8 @@ __all__ = ["QShiftDPOptimizer", "StepRecord", "secure_normal", "count_noise_mult
 # A per-example norm above C·(1 + _BIND_RTOL) counts as a binding clip (float rounding of the
 # a-priori bound is far below this).
 _BIND_RTOL = 1e-9
+# A clip norm from public information is never set below this (all-zero gradients).
+_MIN_PUBLIC_CLIP = 1e-6
 
 
 class StepRecord(dict):
@@ -151,6 +158,10 @@ class QShiftDPOptimizer(DPOptimizer):
         outcome_range: ``(lo, hi)`` of every single-shot outcome of the measured observable
             (the adaptive bound's range; default ``(-1, 1)``, Pauli words).
         loss_reduction: ``"mean"`` or ``"sum"`` (as in Opacus).
+        clip_norm_fn: optional callable ``step -> C`` giving a clip norm from public
+            information (e.g. :func:`~pennylane_qshiftdp.public_clip.domain_gradient_bound`);
+            called every ``clip_refresh_steps`` steps before clipping (flat clipping only).
+        clip_refresh_steps: how often ``clip_norm_fn`` is called, ≥ 1.
         distributed: data-parallel training on an initialised ``torch.distributed`` process
             group: each process clips the per-example gradients of its share of the Poisson
             batch, the clipped sums are all-reduced, and the noise is drawn once (by rank 0)
@@ -186,7 +197,7 @@ class QShiftDPOptimizer(DPOptimizer):
                  generator: torch.Generator | None = None, secure_mode: bool = False,
                  ledger: PrivacyLedger | None = None, confidence: str = "gaussian",
                  outcome_range=None, loss_reduction: str = "mean",
-                 distributed: bool = False):
+                 distributed: bool = False, clip_norm_fn=None, clip_refresh_steps: int = 1):
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise TypeError(f"`optimizer` must be a torch.optim.Optimizer. Found "
                             f"{type(optimizer).__name__}.")
@@ -274,6 +285,11 @@ class QShiftDPOptimizer(DPOptimizer):
             if credit != "none":
                 raise NotImplementedError(f"credit={credit!r} is not supported with "
                                           f"distributed training; use credit='none'.")
+        if clip_norm_fn is not None and (len(self.clip_groups) != 1 or
+                                         adaptive_clipping is not None):
+            raise ValueError("`clip_norm_fn` needs one flat clip group and no adaptive clipping.")
+        self.clip_norm_fn = clip_norm_fn
+        self.clip_refresh_steps = check_positive_int(clip_refresh_steps, "clip_refresh_steps")
         self.adaptive_clipping = None
         if adaptive_clipping is not None:
             self._configure_adaptive(dict(adaptive_clipping), sigma, float(expected_batch_size))
@@ -548,6 +564,11 @@ class QShiftDPOptimizer(DPOptimizer):
             )
         self._ensure_grad_samples()
         self._scale_iterations = self.accumulated_iterations
+        if self.clip_norm_fn is not None and not self._is_last_step_skipped and self.history and (
+                len(self.history) % self.clip_refresh_steps == 0):
+            clip = max(float(self.clip_norm_fn(len(self.history))), _MIN_PUBLIC_CLIP)
+            self.clip_groups = [(self.clip_groups[0][0], clip)]
+            self.max_grad_norm = clip
         self.clip_and_accumulate()
         if self._check_skip_next_step():
             self._is_last_step_skipped = True

@@ -257,8 +257,10 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
         hybrid = config.model == "hybrid"
         pmodel, opt, train_loader = make_private(
             model, sgd, loader, target_epsilon=config.epsilon, target_delta=config.delta,
-            epochs=config.epochs, loss=loss_fn if config.max_grad_norm == "certified" else None,
+            epochs=config.epochs,
+            loss=loss_fn if config.max_grad_norm in ("certified", "public") else None,
             max_grad_norm=config.max_grad_norm,
+            input_range=(0.0, math.pi) if config.max_grad_norm == "public" else None,
             classical_max_grad_norm=config.classical_max_grad_norm if hybrid else None,
             proven_epsilon_factor=config.proven_epsilon_factor,
             credit=config.credit, beta=config.beta,
