@@ -9,7 +9,8 @@ Two things, both offline:
   copied). Pages link to these files by their repository paths (``../benchmarks/RESULTS.md``,
   ``../examples/x.py``), which also work when browsing the repository; the hook points those
   links at the served copies. Nav entries of optional pages that are not in the tree yet are
-  dropped.
+  dropped. A public name of ``pennylane_qshiftdp`` (its ``__all__``) that no page of ``docs/api/``
+  documents yet gets a generated page, ``api/more.md``, so the reference never misses one.
 * :class:`SphinxRoles`, a griffe extension (``extensions:`` of the mkdocstrings handler): the
   package's docstrings are Google style with Sphinx roles (``:func:`~pennylane_qshiftdp.x```),
   ``.. math::`` blocks and singular ``Example:`` sections, which Python-Markdown does not know.
@@ -25,6 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 EXAMPLES = ROOT / "examples"
+PACKAGE_INIT = ROOT / "pennylane_qshiftdp" / "__init__.py"
+MORE_PAGE = "api/more.md"
 #: Pages listed in the nav that may not exist yet (written by other changes).
 OPTIONAL_PAGES = ("audit.md",)
 _IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)")
@@ -50,10 +53,35 @@ def _drop_missing(nav, docs_dir: Path):
     return out
 
 
+def public_names() -> list[str]:
+    """``pennylane_qshiftdp.__all__``, read from the source (no import: torch is slow)."""
+    import ast
+
+    tree = ast.parse(PACKAGE_INIT.read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return list(ast.literal_eval(node.value))
+    return []
+
+
+def undocumented_names(docs_dir: Path) -> list[str]:
+    """Names of ``pennylane_qshiftdp.__all__`` with no ``::: pennylane_qshiftdp.NAME`` page."""
+    documented = set()
+    for page in (docs_dir / "api").glob("*.md"):
+        documented.update(re.findall(r"^::: *pennylane_qshiftdp\.(\w+) *$",
+                                     page.read_text(encoding="utf-8"), re.M))
+    return [n for n in public_names() if n not in documented]
+
+
 def on_config(config):
-    """Drop nav entries of optional pages that are absent."""
+    """Drop nav entries of optional pages that are absent; list ``api/more.md`` if needed."""
     if config.nav:
         config.nav = _drop_missing(config.nav, Path(config.docs_dir))
+        if undocumented_names(Path(config.docs_dir)):
+            for item in config.nav:
+                if isinstance(item, dict) and "API reference" in item:
+                    item["API reference"].append({"More public names": MORE_PAGE})
     return config
 
 
@@ -66,6 +94,12 @@ def on_files(files, config):
         "\n\n", "\n\n*This page is `benchmarks/RESULTS.md` of the repository, included when the "
         "site is built.*\n\n", 1)
     files.append(File.generated(config, "benchmarks.md", content=text))
+    missing = undocumented_names(Path(config.docs_dir))
+    if missing:
+        body = "\n\n".join(f"::: pennylane_qshiftdp.{name}" for name in missing)
+        files.append(File.generated(config, MORE_PAGE, content=(
+            "# More public names\n\nPublic names of `pennylane_qshiftdp` not yet placed on a "
+            f"topical page of the reference.\n\n{body}\n")))
     for target in dict.fromkeys(_IMAGE.findall(text)):
         if "://" in target or not (RESULTS.parent / target).is_file():
             continue

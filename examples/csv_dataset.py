@@ -32,7 +32,7 @@ import warnings
 from pathlib import Path
 
 
-def write_demo_csv(path: Path, n: int = 160, seed: int = 0) -> Path:
+def write_demo_csv(path: Path, n: int = 1000, seed: int = 0) -> Path:
     """A generated CSV: 5 numeric columns (two informative), label column ``label`` in {a, b}."""
     import numpy as np
 
@@ -65,7 +65,7 @@ def main(argv=None) -> int:
     parser.add_argument("--epsilon", type=float, default=2.0)
     parser.add_argument("--delta", type=float, default=1e-5)
     parser.add_argument("--epochs", type=int, default=4)
-    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=0.8)
     parser.add_argument("--shots", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
@@ -78,9 +78,10 @@ def main(argv=None) -> int:
 
     n_qubits = 2 if args.tiny else args.qubits
     epochs = 1 if args.tiny else args.epochs
+    batch_size = 15 if args.tiny else args.batch_size
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(args.csv) if args.csv else write_demo_csv(Path(tmp) / "demo.csv",
-                                                               n=60 if args.tiny else 160)
+                                                               n=60 if args.tiny else 1000)
         classes = tuple(args.classes.split(",")) if args.classes else None
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", qshiftdp.PrivacyWarning)
@@ -105,7 +106,7 @@ def main(argv=None) -> int:
     x_train, y_train = (torch.as_tensor(a) for a in (data.X_train, data.y_train))
     x_test, y_test = (torch.as_tensor(a) for a in (data.X_test, data.y_test))
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x_train, y_train),
-                                         batch_size=args.batch_size)
+                                         batch_size=batch_size)
     optimizer = torch.optim.SGD(layer.parameters(), lr=args.lr)
     model, optimizer, loader = qshiftdp.make_private(
         layer, optimizer, loader, target_epsilon=args.epsilon, target_delta=args.delta,
