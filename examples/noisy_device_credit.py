@@ -13,7 +13,7 @@ as Gaussian noise (an approximation) and reaches the target only if the shot noi
 difference. The script trains the same model twice, without and with the credit, and prints
 both guarantees and the credited share of σ²C² at every step, so the trade is visible.
 
-    python examples/noisy_device_credit.py            # 4 qubits, q = 0.05, 2 epochs
+    python examples/noisy_device_credit.py            # 4 qubits, q = 0.05, 2 epochs: minutes
     python examples/noisy_device_credit.py --tiny     # 2 qubits, 40 examples, seconds
 """
 
