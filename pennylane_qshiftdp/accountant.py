@@ -816,9 +816,15 @@ class PrivacyLedger:
             lines.append(
                 f"Mechanism: every example's gradient is clipped in the optimizer's step() to L2 "
                 f"norm at most C ({clipping.get('description', clipping.get('mode'))}); the sum "
-                f"carries Gaussian noise of standard deviation σC per coordinate with σ = "
-                f"{_fmt(sigma)} and C = {_fmt(sens)} (σC = {_fmt(sigma * sens)}). The guarantee "
-                f"holds for any loss and training loop because the clipping is enforced."
+                f"carries Gaussian noise of standard deviation σC per coordinate with planned σ "
+                f"= {_fmt(sigma)} and C = {_fmt(sens)} (σC = {_fmt(sigma * sens)})"
+                + (f", except that with the shot-noise credit the quantum coordinates carry "
+                   f"exactly σ_floor·C with σ_floor = {_fmt(self._extra['noise_floor_multiplier'])}"
+                   f" at every step (a level that never depends on the data)"
+                   if self._credit_mode != "none" and self._extra
+                   and "noise_floor_multiplier" in self._extra else "")
+                + ". The guarantee holds for any loss and training loop because the clipping is "
+                "enforced."
             )
         if self._credit_mode != "none":
             lines.append(f"Proven noise history (σ_t, q, steps) = {self.proven_history}.")
@@ -870,9 +876,10 @@ class PrivacyLedger:
                 "noise is made."
             )
         common = (
-            " The artificial noise is topped up so that every coordinate carries total variance "
-            "at least σ²Δ²; the largest single-example shot-noise term is never credited (the "
-            "example that differs between neighbours cannot protect itself)."
+            " The added Gaussian noise is the data-independent floor σ_floor·C; the credited "
+            "guarantee counts the floor plus the credited shot noise, minus the largest "
+            "single-example shot-noise term (the example that differs between neighbours cannot "
+            "protect itself). The credited ε and σ_t are computed from the private batches."
         )
         extra = self._extra or {}
         floor = extra.get("variance_floor")
@@ -895,9 +902,10 @@ class PrivacyLedger:
             )
         if mode == "adaptive":
             return (
-                f"adaptive (adaptive Q-ShiftDP). Shot noise is credited with a lower confidence "
-                f"bound on the shot variance estimated from the batch's sample variances and "
-                f"fourth central moments, floored at {floor_text}; the bound fails "
+                f"adaptive (adaptive Q-ShiftDP). Shot noise is credited with a distribution-free "
+                f"lower confidence bound on the batch's shot variance (Hoeffding/Bernstein on the "
+                f"sample variances, valid at every shot count), floored at {floor_text}; the "
+                f"bound fails "
                 f"with probability at most β = {self._beta:g} over the whole run (union bound "
                 f"over steps and coordinates), hence δ + β." + common
             )
