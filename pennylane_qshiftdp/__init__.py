@@ -8,7 +8,7 @@ bounds each example's gradient. Importing this package registers an Opacus grad 
 default, noise calibrated by an Opacus accountant; arXiv:2602.02962).
 """
 
-from . import losses
+from . import audit, losses
 from .accountant import PrivacyLedger
 from .calibration import calibrate_noise_multiplier, compute_epsilon
 from .data import Dataset, load_dataset
@@ -57,6 +57,7 @@ __all__ = [
     "ShotRecorder",
     "ShotStatistics",
     "UnsupportedMeasurementError",
+    "audit",
     "losses",
     "observable_range",
     "param_shift",
