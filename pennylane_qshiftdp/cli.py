@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     Example:
         >>> sorted(build_parser().subparsers.choices)
-        ['epsilon', 'noise', 'train']
+        ['audit', 'epsilon', 'noise', 'train']
     """
     parser = argparse.ArgumentParser(
         prog=PROG,
