@@ -113,6 +113,12 @@ def _add_train_parser(subparsers) -> None:
                    help="shots per circuit Ns; 0 for analytic; 'auto' for the fewest shots "
                    "whose noise adds at most 1 %% of the DP noise variance (default: "
                    "%(default)s)")
+    p.add_argument("--shot-sampling", default=d.shot_sampling,
+                   choices=["auto", "exact_law", "device"],
+                   help="how shot estimates are drawn: exact_law draws each circuit's Ns-shot "
+                   "estimate from its exact outcome law (simulators; same distribution, much "
+                   "faster), device lets the device sample shot by shot; auto = exact_law on "
+                   "simulators (default: %(default)s)")
     p.add_argument("--eval-shots", type=int, default=None,
                    help="shots per circuit for the test accuracy (default: analytic on "
                    "simulators; on hardware give a count)")
@@ -136,7 +142,8 @@ def _add_train_parser(subparsers) -> None:
                    help="override the single-shot variance floor v_min (default: proven from "
                    "the device noise by qprldp_core.certify_device)")
     p.add_argument("--max-grad-norm", default=d.max_grad_norm, type=_clip_norm,
-                   help="per-example clip norm: 'certified' (the a-priori bound Δ of the "
+                   help="per-example clip norm: 'auto' (public; certified with a shot-noise "
+                   "credit or --model hybrid), 'certified' (the a-priori bound Δ of the "
                    "parameter-shift gradient, never binds for the declared loss), 'public' (the "
                    "largest gradient norm over the input domain [0, π] at the current weights, "
                    "recomputed every epoch; no data used), 'adaptive' "
@@ -228,8 +235,8 @@ def _shots(text: str):
 
 
 def _clip_norm(text: str):
-    """``--max-grad-norm``: 'certified', 'public', 'adaptive' or a positive number."""
-    if text in ("certified", "public", "adaptive"):
+    """``--max-grad-norm``: 'auto', 'certified', 'public', 'adaptive' or a positive number."""
+    if text in ("auto", "certified", "public", "adaptive"):
         return text
     try:
         value = float(text)

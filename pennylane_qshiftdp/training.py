@@ -51,6 +51,7 @@ class TrainConfig:
     shots: int | str | None = 1000  # "auto": the fewest shots adding ≤ 1 % of the DP variance
     device: str = "auto"  # "auto": default.qubit below LIGHTNING_QUBITS qubits, lightning above
     eval_shots: int | None = None  # shots for test accuracy; None: analytic (simulators)
+    shot_sampling: str = "auto"  # "exact_law" on simulators ("auto"), "device" otherwise
     layers: int = 2
     qubits: int = 4
     lr: float = 0.2
@@ -66,7 +67,10 @@ class TrainConfig:
     init_scale: float = 0.01
     output_dir: str | None = None
     test_size: float = 0.25
-    max_grad_norm: str | float = "certified"  # "certified", "adaptive" or a float (DP-SGD)
+    # "auto": "public" (the largest gradient norm over the input domain at the current weights,
+    # no data used), or "certified" (the a-priori Δ) with a shot-noise credit or a hybrid model;
+    # or "public", "certified", "adaptive", a float (DP-SGD).
+    max_grad_norm: str | float = "auto"
     model: str = "quantum"  # "quantum" or "hybrid" (Linear -> angles -> TorchLayer -> Linear)
     classical_max_grad_norm: float = 1.0  # clip norm of a hybrid model's classical layers
     proven_epsilon_factor: float = 1.5  # credit modes: proven ε <= factor × target ε
@@ -96,8 +100,21 @@ class TrainResult:
 #: From this many qubits on, ``device="auto"`` picks lightning.qubit (measured crossover of the
 #: fused per-example evaluation, benchmarks/RESULTS.md §1).
 LIGHTNING_QUBITS = 10
+#: Simulators on which ``shot_sampling="auto"`` draws shot estimates from the exact law.
+_EXACT_LAW_DEVICES = ("default.qubit", "lightning.qubit", "default.mixed")
 #: ``shots="auto"``: the shot noise of a step adds at most this fraction of the DP noise variance.
 AUTO_SHOTS_FRACTION = 0.01
+
+
+def _shot_sampling(config, device: str, shots) -> str:
+    """``shot_sampling``: ``"auto"`` means exact-law draws on the simulators that support them."""
+    mode = config.shot_sampling
+    if mode not in ("auto", "exact_law", "device"):
+        raise ValueError(f"`shot_sampling` must be 'auto', 'exact_law' or 'device'. Found "
+                         f"{mode!r}.")
+    if mode == "auto":
+        mode = "exact_law" if shots is not None and device in _EXACT_LAW_DEVICES else "device"
+    return mode
 
 
 def resolve_device(config) -> str:
@@ -129,7 +146,7 @@ def _auto_shots(config, model_cls, data, loss_fn) -> int:
                                            epochs=config.epochs, sample_rate=q),
                                        accountant=config.accountant)
     clip = (float(config.max_grad_norm) if not isinstance(config.max_grad_norm, str)
-            else sens.delta)
+            else sens.delta)  # public/adaptive start at most at Δ: planning at Δ is safe
     v1 = (sens.loss_grad_bounds[0] * float(sens.per_weight.max())) ** 2
     return plan_shots(per_example_shot_variance=v1, noise_multiplier=sigma, clip_norm=clip,
                       expected_batch_size=q * n, fraction=AUTO_SHOTS_FRACTION)
@@ -234,6 +251,15 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
                       shots=shots, seed=_seed_for(config.seed, 0, 0),
                       recorder=recorder, init_scale=config.init_scale,
                       init_seed=config.seed, depolarizing=config.depolarizing)
+    clip_mode = config.max_grad_norm
+    if clip_mode == "auto":
+        clip_mode = ("certified" if config.credit != "none" or config.model == "hybrid"
+                     else "public")
+    sampling = _shot_sampling(config, device, shots)
+    if sampling != "device":
+        from .sampling import set_shot_sampling
+
+        set_shot_sampling(model, sampling)
     floor = model.variance_floor() if config.variance_floor is None else config.variance_floor
     if config.variance_floor is not None and config.credit != "none":
         warnings.warn(f"variance_floor={config.variance_floor} is declared by you, not proven "
@@ -258,9 +284,9 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
         pmodel, opt, train_loader = make_private(
             model, sgd, loader, target_epsilon=config.epsilon, target_delta=config.delta,
             epochs=config.epochs,
-            loss=loss_fn if config.max_grad_norm in ("certified", "public") else None,
-            max_grad_norm=config.max_grad_norm,
-            input_range=(0.0, math.pi) if config.max_grad_norm == "public" else None,
+            loss=loss_fn if clip_mode in ("certified", "public") else None,
+            max_grad_norm=clip_mode,
+            input_range=(0.0, math.pi) if clip_mode == "public" else None,
             classical_max_grad_norm=config.classical_max_grad_norm if hybrid else None,
             proven_epsilon_factor=config.proven_epsilon_factor,
             credit=config.credit, beta=config.beta,
@@ -343,7 +369,9 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
                     sgd.step()
             bar.update(1)
         tracker.__exit__(None, None, None)
-        training_shots += int(tracker.totals.get("shots", 0))
+        # exact-law sampling executes analytically: Ns shots per circuit it stands in for
+        training_shots += int(tracker.totals.get("shots", 0) if sampling == "device" else
+                              tracker.totals.get("executions", 0) * (shots or 0))
         eval_model.load_state_dict(model.state_dict())
         acc = _accuracy(eval_model, x_test, y_test)
         row = {"epoch": epoch + 1, "steps": (epoch + 1) * len(train_loader) if not private
@@ -382,7 +410,7 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
         violations = sum(r.get("certified_bound_violations", 0) for r in records)
         opt.ledger.extra_update({"certified_clip_violations": int(violations),
                                  "shots_per_circuit": shots, "training_shots": training_shots,
-                                 "device": device})
+                                 "device": device, "shot_sampling": sampling})
         result.statement = opt.ledger.statement()
     if out_dir is not None:
         write_outputs(result, opt.ledger if private else None, out_dir,

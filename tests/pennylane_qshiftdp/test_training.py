@@ -266,7 +266,8 @@ def test_shots_auto_device_auto_and_eval_shots():
     from pennylane_qshiftdp.calibration import plan_shots
     from pennylane_qshiftdp.training import resolve_device
 
-    cfg = TrainConfig(**{**TINY, "epochs": 1, "shots": "auto", "device": "auto"})
+    cfg = TrainConfig(**{**TINY, "epochs": 1, "shots": "auto", "device": "auto"},
+                      max_grad_norm="certified")
     r = train(cfg, progress=False)
     rec = r.step_records[0]
     sigma = math.sqrt(rec["target_variance"]) / rec["clip_norm"]
