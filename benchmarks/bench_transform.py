@@ -11,9 +11,23 @@ default.qubit with input broadcasting, and lightning.qubit. Prints the median ti
     python benchmarks/bench_transform.py --sweep    # issue #5: 4 and 8 qubits, Ns 100 and 1000,
                                                     # both devices (with --quick: fewer repeats)
 
+    python benchmarks/bench_transform.py --step     # issue #12: one private training step
+                                                    # (device vs exact-law sampling) against one
+                                                    # non-private param_shift step, 4/8/10/12 qubits
+
+``--step`` times one private step on make_private's triple (Opacus's grad sampler with the fused
+evaluation of forward and all shifted circuits, per-example clipping, noise) for a fixed batch,
+with the device sampling every shot and with exact-law sampling
+(``pennylane_qshiftdp.sampling.use_exact_law``), against one non-private step of the same model
+differentiated by PennyLane's own ``diff_method="parameter-shift"`` on the same device and
+shots. The three are alternated in one process. Default: 2 layers, batch 54, Ns = 1000,
+default.qubit and lightning.qubit at 4, 8, 10 and 12 qubits; 5 repeats at 4 qubits, 2 at 8 and
+1 at 10 and 12 (without warm-up). It prints a Markdown table (also stored in the JSON) and the
+qubit count from which lightning.qubit is faster than default.qubit.
+
 Results: ``benchmarks/results/bench_transform.json`` (issue #2 default),
-``bench_transform_sweep.json`` (issue #5 sweep), ``*_quick.json`` for quick runs; a PNG beside
-each JSON.
+``bench_transform_sweep.json`` (issue #5 sweep), ``bench_transform_step.json`` (issue #12),
+``*_quick.json`` for quick runs; a PNG beside each JSON.
 """
 
 from __future__ import annotations
@@ -33,13 +47,14 @@ from _common import pyplot, save_figure, table, write_result  # noqa: E402
 # them) are bound by _import_heavy(), which main() calls after parsing the arguments, so that
 # `--help` and argument errors answer without loading them. Module-level names stay None
 # until then.
-qml = pnp = qs = None
+qml = pnp = qs = torch = None
 
 
 def _import_heavy() -> None:
     """Import the heavy libraries into this module's namespace (idempotent)."""
-    global qml, pnp, qs
+    global qml, pnp, qs, torch
     import pennylane as qml
+    import torch
     from pennylane import numpy as pnp
 
     import pennylane_qshiftdp as qs
@@ -96,22 +111,184 @@ def run_config(devname, n_qubits, layers, shots, batch, repeats, seed=0):
     }
 
 
+# --------------------------------------------------------------------------------------------
+# Issue #12: one private training step against one non-private param_shift step
+# --------------------------------------------------------------------------------------------
+
+# Repeats per qubit count in --step mode (the 12-qubit steps take tens of seconds each).
+_STEP_REPEATS = {4: 5, 8: 2, 10: 1, 12: 1}
+# Warm-up steps are skipped from this many qubits on (one-time costs are negligible there).
+_NO_WARMUP_QUBITS = 10
+
+
+def _private_step_fn(devname, n_qubits, layers, shots, x, y, seed, exact_law):
+    """One private step of make_private's triple on the fixed batch ``(x, y)``."""
+    import warnings
+
+    from pennylane_qshiftdp.models import QuantumClassifier
+    from pennylane_qshiftdp.sampling import use_exact_law
+
+    model = QuantumClassifier(n_qubits, layers, device=devname, shots=shots, seed=seed,
+                              init_seed=seed, init_scale=0.3)
+    if exact_law:
+        use_exact_law(model)
+    # 100 batches per epoch: q = 1/100, and a budget of 100 steps at ε = 1.
+    data = torch.utils.data.TensorDataset(x.repeat(100, 1), y.repeat(100))
+    loader = torch.utils.data.DataLoader(data, batch_size=len(x))
+    loss = qs.losses.LinearLoss()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pmodel, opt, _ = qs.make_private(model, torch.optim.SGD(model.parameters(), lr=0.1),
+                                         loader, target_epsilon=1.0, target_delta=1e-5,
+                                         epochs=1, loss=loss, seed=seed)
+
+    def step():
+        # The batch is fixed (not Poisson) so that every step has the same size: a timing
+        # loop, not a private training run (the optimizer's warning about it is silenced).
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            opt.zero_grad()
+            loss(pmodel(x), y).mean().backward()
+            opt.step()
+
+    return step
+
+
+def _param_shift_step_fn(devname, n_qubits, layers, shots, x, y, seed):
+    """One non-private step with PennyLane's own diff_method="parameter-shift"."""
+    from pennylane_qshiftdp.models import QuantumClassifier
+
+    model = QuantumClassifier(n_qubits, layers, device=devname, shots=shots, seed=seed,
+                              init_seed=seed, init_scale=0.3)
+    model.qlayer.qnode.diff_method = "parameter-shift"
+    sgd = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss = qs.losses.LinearLoss()
+
+    def step():
+        sgd.zero_grad()
+        loss(model(x), y).mean().backward()
+        sgd.step()
+
+    return step
+
+
+def run_step_config(devname, n_qubits, layers, shots, batch, repeats, seed=0):
+    """Median seconds of the three steps, alternated ``repeats`` times in this process."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.rand(batch, n_qubits, generator=gen, dtype=torch.float64) * np.pi
+    y = torch.where(torch.rand(batch, generator=gen) > 0.5, 1.0, -1.0).double()
+    steps = {
+        "param_shift": _param_shift_step_fn(devname, n_qubits, layers, shots, x, y, seed),
+        "private_device": _private_step_fn(devname, n_qubits, layers, shots, x, y, seed, False),
+        "private_exact_law": _private_step_fn(devname, n_qubits, layers, shots, x, y, seed,
+                                              True),
+    }
+    if n_qubits < _NO_WARMUP_QUBITS:
+        for step in steps.values():
+            step()
+    times = {k: [] for k in steps}
+    for _ in range(repeats):
+        for name, step in steps.items():
+            start = time.perf_counter()
+            step()
+            times[name].append(time.perf_counter() - start)
+        print(f"  {devname} {n_qubits}q: " + ", ".join(f"{k} {v[-1]:.3g} s"
+                                                       for k, v in times.items()), flush=True)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {
+        "device": devname, "qubits": n_qubits, "layers": layers, "shots": shots,
+        "batch": batch, "repeats": repeats, "times_s": times,
+        "param_shift_s": med["param_shift"],
+        "private_device_s": med["private_device"],
+        "private_exact_law_s": med["private_exact_law"],
+        "device_over_param_shift": med["private_device"] / med["param_shift"],
+        "exact_law_over_param_shift": med["private_exact_law"] / med["param_shift"],
+        "exact_law_speedup": med["private_device"] / med["private_exact_law"],
+    }
+
+
+def crossover(rows, column):
+    """Smallest qubit count at which lightning.qubit's ``column`` is below default.qubit's."""
+    by = {(r["device"], r["qubits"]): r[column] for r in rows}
+    for q in sorted({r["qubits"] for r in rows}):
+        d, lt = by.get(("default.qubit", q)), by.get(("lightning.qubit", q))
+        if d is not None and lt is not None and lt < d:
+            return q
+    return None
+
+
+STEP_COLUMNS = ["device", "qubits", "batch", "shots", "repeats", "param_shift_s",
+                "private_device_s", "private_exact_law_s", "device_over_param_shift",
+                "exact_law_over_param_shift", "exact_law_speedup"]
+
+
+def run_step(args):
+    qubits = args.qubits or ([4] if args.quick else [4, 8, 10, 12])
+    rows = []
+    for q in qubits:
+        repeats = args.repeats or (2 if args.quick else _STEP_REPEATS.get(q, 1))
+        for d in args.devices:
+            rows.append(run_step_config(d, q, args.layers, args.shots[0], args.batch or 54,
+                                        repeats))
+    md = table(rows, STEP_COLUMNS)
+    cross = {c: crossover(rows, c) for c in ("param_shift_s", "private_device_s",
+                                               "private_exact_law_s")}
+    print(md)
+    for c, q in cross.items():
+        print(f"lightning.qubit faster than default.qubit ({c}): "
+              + (f"from {q} qubits" if q is not None else "not at the sizes measured"))
+    name = "bench_transform_step" + ("_quick" if args.quick else "")
+    path = write_result(name, {"quick": args.quick, "step": True, "rows": rows,
+                               "crossover_qubits": cross, "markdown": md}, args.out)
+    step_figure(rows, path)
+    print(f"wrote {path}")
+    return rows
+
+
+def step_figure(rows, json_path):
+    """Step time of the three steps per device and qubit count (log scale)."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4))
+    labels = [f"{r['device'].split('.')[0]}\n{r['qubits']}q" for r in rows]
+    xs = np.arange(len(rows))
+    for k, (col, lab) in enumerate((("param_shift_s", "non-private param_shift"),
+                                    ("private_device_s", "private, device sampling"),
+                                    ("private_exact_law_s", "private, exact-law sampling"))):
+        ax.bar(xs + (k - 1) * 0.27, [r[col] for r in rows], 0.27, label=lab)
+    ax.set_yscale("log")
+    ax.set_xticks(xs, labels, fontsize=7)
+    ax.set(ylabel="seconds per step (median)",
+           title=f"One training step, batch {rows[0]['batch']}, Ns = {rows[0]['shots']}")
+    ax.legend(fontsize=7)
+    return save_figure(fig, json_path)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="tiny configuration (seconds)")
     p.add_argument("--devices", nargs="+", default=["default.qubit", "lightning.qubit"])
-    p.add_argument("--qubits", nargs="+", type=int, default=[4])
+    p.add_argument("--qubits", nargs="+", type=int, default=None,
+                   help="qubit counts (default 4; 4 8 10 12 with --step)")
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--shots", nargs="+", type=int, default=[1000])
-    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--batch", type=int, default=None, help="batch size (default 32; 54 with "
+                                                           "--step)")
     p.add_argument("--repeats", type=int, default=None,
-                   help="alternated repeats (default 15; 5 for the full --sweep)")
+                   help="alternated repeats (default 15; 5 for the full --sweep; per qubit "
+                        "count with --step)")
     p.add_argument("--sweep", action="store_true",
                    help="issue #5 sweep: 4 and 8 qubits, Ns 100 and 1000, both devices")
+    p.add_argument("--step", action="store_true",
+                   help="issue #12: private step (device vs exact-law sampling) against a "
+                        "non-private param_shift step at 4, 8, 10, 12 qubits, batch 54")
     p.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--out", type=Path, default=None, help="output directory for the JSON")
     args = p.parse_args(argv)
     _import_heavy()
+    if args.step:
+        return run_step(args)
+    args.qubits = args.qubits or [4]
+    args.batch = args.batch or 32
     if args.tiny:  # test configuration: the quick default, one device
         args.quick, args.sweep, args.devices = True, False, ["default.qubit"]
     if args.sweep:

@@ -35,14 +35,16 @@ containing TorchLayers (also the module returned by :func:`~pennylane_qshiftdp.m
     use_exact_law(model)
 
 The forward circuit and all shifted circuits are then executed *analytically* (copies with
-``shots=None``, merged into broadcast tapes, still one :func:`pennylane.execute` call) and every
+``shots=None``, still one :func:`pennylane.execute` call; on a device that simulates broadcast
+tapes at once, such as default.qubit, they are merged into a few broadcast tapes) and every
 estimate is drawn with one vectorised draw per measurement group. The draws come from the
 device's own numpy ``Generator`` (``device._rng`` of default.qubit, lightning.qubit and
 default.mixed), so the device seed and per-epoch reseeding (the training job's ``--resume``)
-repeat them exactly; a device without one (hardware, remote simulators) is refused. Direct calls
-of the QNode (outside a TorchLayer) keep sampling on the device. The mode is an attribute of the
-QNode rather than a gradient keyword argument because PennyLane passes every gradient keyword
-to the transform, which would then refuse the QNode elsewhere.
+repeat them exactly; a device without one (hardware, remote simulators) is refused. As with
+the device's own sampling, the shot noise then comes from a seeded pseudo-random generator.
+Direct calls of the QNode (outside a TorchLayer) keep sampling on the device. The mode is an
+attribute of the QNode rather than a gradient keyword argument because PennyLane passes every
+gradient keyword to the transform, which would then refuse the QNode elsewhere.
 """
 
 from __future__ import annotations

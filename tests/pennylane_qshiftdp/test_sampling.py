@@ -227,6 +227,26 @@ def test_lightning_qubit_exact_law(monkeypatch):
     assert np.allclose(out * shots, np.rint(out * shots))
 
 
+def test_default_mixed_with_device_noise():
+    """default.mixed (the depolarizing model): merged analytic evaluation, CLT bounds."""
+    from pennylane_qshiftdp.models import QuantumClassifier
+
+    shots, batch = 100, 60
+    noisy = QuantumClassifier(2, 1, device="default.mixed", shots=shots, seed=0,
+                              depolarizing=0.2, init_scale=1.0)
+    exact = QuantumClassifier(2, 1, device="default.mixed", shots=None, depolarizing=0.2,
+                              init_scale=1.0)
+    sampling.use_exact_law(noisy)
+    x = _inputs(batch)
+    ev, ref = evaluate_layer(noisy.qlayer, x), evaluate_layer(exact.qlayer, x[:1])
+    out = ev.outputs.numpy().ravel()
+    mu = float(ref.outputs[0, 0])
+    assert abs(out.mean() - mu) <= Z * np.sqrt((1 - mu**2) / shots / batch)
+    # each Jacobian entry is half a difference of two independent means (sd ≤ 1/sqrt(2·Ns))
+    diff = (ev.jacobian.mean(0) - ref.jacobian[0]).abs().max().item()
+    assert diff <= Z / np.sqrt(2 * shots * batch)
+
+
 def test_no_grad_forward_uses_exact_law():
     x = _inputs(4)
     layer = sampling.use_exact_law(_layer(7, 2))
@@ -283,6 +303,36 @@ def test_commuting_measurements_share_shots():
         np.testing.assert_array_equal(res[0], res[1])
         assert len(np.unique(res[0])) > 1
         np.testing.assert_allclose(res[2], 0.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("mp, lo, hi", [
+    (qml.expval(-2.0 * qml.Z(0)), -2.0, 2.0),
+    (qml.expval(0.5 * qml.X(0) @ qml.Y(1)), -0.5, 0.5),
+    (qml.expval(qml.Projector([1], 0)), 0.0, 1.0),
+    (qml.expval(qml.Hermitian(np.array([[1.0, 0.5], [0.5, -1.0]]), 1)), -np.sqrt(1.25),
+     np.sqrt(1.25)),
+    (qml.expval(0.5 * qml.I(0) + qml.Z(1)), -0.5, 1.5),
+    (qml.var(qml.X(1)), None, None),
+], ids=["-2Z", "XY/2", "projector", "hermitian", "shifted", "var-X"])
+def test_two_outcome_observables(mp, lo, hi):
+    """Estimates lie on the grid λ- + (λ+ - λ-) k / Ns, with mean ⟨O⟩ within CLT bounds."""
+    shots = 20
+    tape = _pair_tape(shots, REPS, [mp])
+    [est] = sampling.execute_exact_law([tape], qml.device("default.qubit", seed=6))
+    [exact] = qml.execute([tape.copy(shots=None)], qml.device("default.qubit"))
+    if lo is None:  # var(X): ddof-0 variance 1 - m² of the drawn ±1 values
+        [ex] = qml.execute([tape.copy(measurements=[qml.expval(qml.X(1))], shots=None)],
+                           qml.device("default.qubit"))
+        k = np.rint((1 - np.sqrt(np.clip(1 - est, 0, 1))) / 2 * shots)
+        assert np.allclose(1 - est, (1 - 2 * k / shots) ** 2)
+        m, v = ex[0], 1 - ex[0] ** 2
+        expected = 1 - (m**2 + v / shots)  # E[1 - mean²] = 1 - (μ² + σ²/Ns)
+        assert abs(est.mean() - expected) <= Z * np.sqrt(4 * v / shots / REPS)
+        return
+    k = (est - lo) / (hi - lo) * shots
+    np.testing.assert_allclose(k, np.rint(k), atol=1e-9)
+    sd = (hi - lo) / 2 / np.sqrt(shots * REPS)
+    assert abs(est.mean() - exact[0]) <= Z * sd
 
 
 def test_unbroadcast_tapes_and_fallback_without_merging():
