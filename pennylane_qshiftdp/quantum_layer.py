@@ -74,6 +74,8 @@ _ADDITIVITY_PROBE = 0.3713
 _SHIFT_ATOL = 1e-12
 # Largest number of pending forward evaluations kept per layer (forwards without a backward).
 _MAX_PENDING = 16
+# Largest number of circuit structures whose shift rule a layer keeps.
+_MAX_SHIFT_RULES = 16
 
 
 def _diff_method_name(qnode) -> str:
@@ -248,6 +250,68 @@ def _shifts(rep_tape, tapes):
             for t in tapes]
 
 
+def _cacheable(op) -> bool:
+    """PennyLane's qubit gates: shift rules fixed by the gate type, additive, value-free."""
+    return (type(op).__module__.startswith(("pennylane.ops.qubit",
+                                            "pennylane.ops.op_math.controlled_ops"))
+            and getattr(op, "grad_recipe", None) is not None
+            and all(r is None for r in op.grad_recipe))
+
+
+def _shift_rule(layer, rep, diff_idx, x_idx):
+    """Offsets of PennyLane's shifted tapes of ``rep`` (per tape, per parameter), their
+    processing function and their number.
+
+    PennyLane's shifted tapes depend on the values only through additive offsets for its own
+    qubit gates; for a circuit made of those, the rule is computed once per circuit structure
+    (gate types and wires, measurements, differentiated parameters) and kept on the layer,
+    after checking that moving every differentiated parameter leaves the offsets unchanged.
+
+    Raises:
+        NotImplementedError: if the shift rule of a broadcast input parameter is not a pure
+            additive shift.
+    """
+    trainable = set(diff_idx)
+    pos, ops_of = 0, []
+    for op in rep.operations:
+        ops_of.append(any(pos + j in trainable for j in range(len(op.data))))
+        pos += len(op.data)
+    key = (tuple((type(op), tuple(op.wires)) for op in rep.operations),
+           tuple(mp.hash for mp in rep.measurements), tuple(diff_idx), rep.shots)
+    cache = layer.__dict__.setdefault("_qshiftdp_shift_rules", {})
+    if key in cache:
+        return cache[key]
+    g_tapes, fn = _pennylane_tapes(rep)
+    shifts = _shifts(rep, g_tapes)
+    rule = (shifts, fn, len(g_tapes))
+    cacheable = all(_cacheable(op) for op, t in zip(rep.operations, ops_of, strict=True) if t)
+    if not (cacheable or x_idx):
+        return rule
+    params = rep.get_parameters(trainable_only=False)
+    probed = rep.bind_new_parameters(
+        [np.asarray(p, dtype=float) + _ADDITIVITY_PROBE if i in trainable else p
+         for i, p in enumerate(params)], list(range(len(params))))
+    probed.trainable_params = diff_idx
+    g2, _ = _pennylane_tapes(probed)
+    moved = set()
+    if len(g2) != len(g_tapes):
+        moved = set(trainable)
+    else:
+        for s1, s2 in zip(shifts, _shifts(probed, g2), strict=True):
+            moved |= {i for i, (a, b) in enumerate(zip(s1, s2, strict=True))
+                      if not np.allclose(a, b, atol=_SHIFT_ATOL)}
+    if moved & set(x_idx):
+        raise NotImplementedError(
+            "A shift rule of a broadcast input parameter is not a pure additive shift; "
+            "per-example input gradients are not supported for it."
+        )
+    if cacheable and not moved:
+        if len(cache) >= _MAX_SHIFT_RULES:
+            cache.clear()
+        cache[key] = rule
+    return rule
+
+
 def _recorder_of(qnode) -> ShotRecorder | None:
     rec = qnode.gradient_kwargs.get("recorder")
     return rec if rec is not None else active_recorder()
@@ -338,19 +402,7 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
 
     rep = fwd.bind_new_parameters(_unbroadcast(np_params, broadcast), list(range(len(np_params))))
     rep.trainable_params = diff_idx
-    g_tapes, fn = _pennylane_tapes(rep)
-    shifts = _shifts(rep, g_tapes)
-    if x_idx:
-        rep2 = fwd.bind_new_parameters(_unbroadcast(np_params, broadcast, _ADDITIVITY_PROBE),
-                                       list(range(len(np_params))))
-        rep2.trainable_params = diff_idx
-        g2, _ = _pennylane_tapes(rep2)
-        for s1, s2 in zip(shifts, _shifts(rep2, g2), strict=True):
-            if any(not np.allclose(a, b, atol=_SHIFT_ATOL) for a, b in zip(s1, s2, strict=True)):
-                raise NotImplementedError(
-                    "A shift rule of a broadcast input parameter is not a pure additive shift; "
-                    "per-example input gradients are not supported for it."
-                )
+    shifts, fn, num_tapes = _shift_rule(layer, rep, diff_idx, x_idx)
     shifted_params = [[p + d for p, d in zip(np_params, s, strict=True)] for s in shifts]
     recorder = _recorder_of(qnode)
     per_tape = 1
@@ -383,7 +435,7 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
     if recorder is not None:
         rep_b = rep.copy()
         grad = _post_process_recording(results[1:], tape=rep_b, plans=plans,
-                                       num_tapes=len(g_tapes), per_tape=per_tape, fn=fn,
+                                       num_tapes=num_tapes, per_tape=per_tape, fn=fn,
                                        recorder=recorder)
     else:
         grad = fn(results[1:])

@@ -445,3 +445,43 @@ def test_recorder_needs_expval_measurements():
 def test_public_names():
     for name in sampling.__all__:
         assert hasattr(sampling, name), name
+
+
+# The per-layer cache of shift rules lives in quantum_layer (the fused evaluation that
+# exact-law sampling speeds up); it is tested here with the other speed-ups.
+
+
+def test_shift_rule_cached_per_structure_gives_identical_jacobians():
+    x = _inputs(3, seed=2) + torch.arange(3, dtype=torch.float64)[:, None]
+    layer = _layer(None, 0)
+    evaluate_layer(layer, x)
+    assert len(layer.__dict__["_qshiftdp_shift_rules"]) == 1
+    with torch.no_grad():
+        layer.weights.add_(0.37)
+    cached = evaluate_layer(layer, x)
+    fresh = _layer(None, 0)
+    fresh.load_state_dict(layer.state_dict())
+    ref = evaluate_layer(fresh, x)
+    assert torch.equal(cached.jacobian, ref.jacobian)
+    assert len(layer.__dict__["_qshiftdp_shift_rules"]) == 1
+
+
+class _MyRY(qml.RY):
+    """A user-defined gate: its shift rule is not cached (it could depend on the values)."""
+
+
+def test_user_gates_are_not_cached():
+    def circuit(inputs, weights):
+        qml.AngleEmbedding(inputs, wires=range(2), rotation="Y")
+        _MyRY(weights[0], wires=0)
+        qml.CNOT([0, 1])
+        return qml.expval(qml.Z(1))
+
+    layer = _layer(None, 0, circuit=circuit, weight_shape=(1,))
+    x = _inputs(2)
+    ev = evaluate_layer(layer, x)
+    assert layer.__dict__["_qshiftdp_shift_rules"] == {}
+    w = float(layer.weights.detach()[0])
+    # ⟨Z1⟩ = cos(x0 + w) cos(x1): d/dw = -sin(x0 + w) cos(x1)
+    expected = -np.sin(x[:, 0].numpy() + w) * np.cos(x[:, 1].numpy())
+    np.testing.assert_allclose(ev.jacobian[:, 0, 0].numpy(), expected, atol=1e-12)
