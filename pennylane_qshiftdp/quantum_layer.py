@@ -203,15 +203,37 @@ def _jacobian_array(grad, batch: int, num_meas: int, num_params: int) -> np.ndar
     return np.concatenate(blocks, axis=1)
 
 
+def _leaf_gradients(params, leaves):
+    """Per parameter that requires grad, the gradients of its sum with respect to ``leaves``
+    (``None`` for an unused leaf): one batched backward pass, or one per parameter if torch
+    cannot batch it."""
+    tracked = [p for p in params if isinstance(p, torch.Tensor) and p.requires_grad]
+    if not tracked:
+        return []
+    outs = [p.sum() for p in tracked]
+    eye = torch.eye(len(outs), dtype=outs[0].dtype)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's vmap performance notes
+            batched = torch.autograd.grad(outs, leaves, grad_outputs=list(eye.unbind(1)),
+                                          retain_graph=True, allow_unused=True,
+                                          is_grads_batched=True)
+        return [tuple(None if g is None else g[k] for g in batched) for k in range(len(outs))]
+    except RuntimeError:
+        return [torch.autograd.grad(o, leaves, retain_graph=True, allow_unused=True)
+                for o in outs]
+
+
 def _param_dependencies(params, x_leaf, w_leaves):
     """For every tape parameter: (depends on inputs, row of ∂φ/∂θ or None, ∂φ[b]/∂x[b])."""
     deps = []
     leaves = [x_leaf, *w_leaves]
+    per_param = iter(_leaf_gradients(params, leaves))
     for p in params:
         if not (isinstance(p, torch.Tensor) and p.requires_grad):
             deps.append((False, None, None))
             continue
-        grads = torch.autograd.grad(p.sum(), leaves, retain_graph=True, allow_unused=True)
+        grads = next(per_param)
         gx, gws = grads[0], grads[1:]
         on_x = gx is not None and bool(torch.any(gx != 0))
         on_w = any(g is not None and bool(torch.any(g != 0)) for g in gws)

@@ -485,17 +485,19 @@ def _stacked_parameters(template, param_sets, beff):
             return None
         new = []
         for j in range(len(op.data)):
-            vals = [np.asarray(ps[k]) for ps in param_sets]
+            try:
+                arr = np.stack([ps[k] for ps in param_sets])  # (C, ...) or (C, beff, ...)
+            except ValueError:  # shapes differ between circuits
+                return None
             k += 1
-            nd = base[j] if j < len(base) else vals[0].ndim
-            if all(v.ndim == nd and v.shape == vals[0].shape for v in vals):
-                arr = np.stack(vals)  # (C, ...)
+            nd = base[j] if j < len(base) else arr.ndim - 1
+            if arr.ndim == nd + 1:  # unbroadcast in every circuit
                 if np.all(arr == arr[:1]):
                     new.append(None)
                     continue
                 new.append(np.repeat(arr, beff, axis=0) if beff > 1 else arr)
-            elif all(v.ndim == nd + 1 and v.shape[0] == beff for v in vals):
-                new.append(np.concatenate(vals, axis=0))
+            elif arr.ndim == nd + 2 and arr.shape[1] == beff:
+                new.append(arr.reshape(-1, *arr.shape[2:]))
             else:
                 return None
         stacked.append(None if all(d is None for d in new) else new)
