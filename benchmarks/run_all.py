@@ -35,6 +35,7 @@ SCRIPTS = {
     "bench_qprldp": [[]],
     "bench_utility": [[]],
     "bench_reliability": [[]],
+    "bench_shots": [[]],
     "bench_variance_bound": [[]],
     "bench_audit": [[]],
 }
@@ -335,6 +336,20 @@ def section_reliability(out, lines):
     lines.append("Hyperparameters (the default clip strategy among these) were chosen by looking "
                  "at test accuracy; that choice is not privacy-accounted. The `public` clip norm "
                  "itself uses no data.\n")
+
+
+def section_shots(out, lines):
+    data, mode = _section_start(out, lines, "11. Test accuracy against training shots",
+                                "bench_shots")
+    if data is None:
+        return
+    lines.append(f"The main job at ε = 1 with seeded, paired noise and sampling, seeds "
+                 f"{data['seeds']} ({mode}); test accuracy analytic. `auto` picks the fewest "
+                 f"shots whose noise adds at most 1 % of the DP noise variance.\n")
+    lines.append(table(data["rows"], ["shots", "shots_per_circuit", "mean_accuracy",
+                                      "sd_accuracy", "mean_training_shots",
+                                      "share_of_ns1000_shots"]) + "\n")
+    _img(lines, "bench_shots", mode)
 
 
 def section_variance_bound(out, lines):
@@ -668,6 +683,7 @@ def write_report(out: Path, report: Path, readme: Path | None = None) -> Path:
     section_reliability(out, lines)
     section_variance_bound(out, lines)
     section_audit(out, lines)
+    section_shots(out, lines)
     section_missing(out, lines)
     report.write_text("\n".join(lines))
     if readme is not None and update_readme(readme, headline(out, lines)):

@@ -222,3 +222,14 @@ def test_bench_reliability(tmp_path):
     assert data["worst_accuracy"] == min(accs)
     assert data["runs_at_least_0.95"] == sum(a >= 0.95 for a in accs)
     assert all(r["epsilon"] <= 1.0 for r in data["per_run"])
+
+
+def test_bench_shots(tmp_path):
+    _module("bench_shots").main(["--tiny", "--seeds", "0", "--out", str(tmp_path)])
+    data = _result(tmp_path, "bench_shots_quick", ["rows", "runs"])
+    by = {r["shots"]: r for r in data["rows"]}
+    assert set(by) == {"10", "auto"} and by["10"]["shots_per_circuit"] == 10
+    assert by["auto"]["shots_per_circuit"] >= 2
+    # training shots scale with Ns: the same circuits at 10 shots each
+    run = next(r for r in data["runs"] if r["shots"] == "10")
+    assert run["training_shots"] % 10 == 0 and run["training_shots"] > 0
