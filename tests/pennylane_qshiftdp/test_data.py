@@ -274,7 +274,8 @@ class TestCSV:
         path = write_csv(tmp_path / "d.csv", make_csv_text(labels=("a", "b", "c")))
         msg = (
             "The label column must be binary, but 3 classes were found: 'a', 'b', 'c'. "
-            "Pass `classes=(negative, positive)` to select two of them."
+            "Select two of them with `classes=(negative, positive)` (command line: "
+            "--classes NEGATIVE,POSITIVE)."
         )
         with pytest.raises(ValueError, match=re.escape(msg)):
             load_dataset(
@@ -283,7 +284,7 @@ class TestCSV:
 
     def test_label_column_single_class(self, tmp_path):
         path = write_csv(tmp_path / "d.csv", make_csv_text(labels=("a",)))
-        msg = "The label column must be binary, but 1 class were found: 'a'."
+        msg = "The label column must be binary, but 1 class was found: 'a'."
         with pytest.raises(ValueError, match=re.escape(msg)):
             load_dataset(
                 "csv", csv_path=path, label_column="label", preprocessing="standardize_pca"
