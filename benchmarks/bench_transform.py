@@ -21,9 +21,9 @@ with the device sampling every shot and with exact-law sampling
 (``pennylane_qshiftdp.sampling.use_exact_law``), against one non-private step of the same model
 differentiated by PennyLane's own ``diff_method="parameter-shift"`` on the same device and
 shots. The three are alternated in one process. Default: 2 layers, batch 54, Ns = 1000,
-default.qubit and lightning.qubit at 4, 8, 10 and 12 qubits; 5 repeats at 4 qubits, 2 at 8 and
-1 at 10 and 12 (without warm-up). It prints a Markdown table (also stored in the JSON) and the
-qubit count from which lightning.qubit is faster than default.qubit.
+default.qubit and lightning.qubit at 4, 8, 10 and 12 qubits; 5 repeats at 4 qubits, 3 at 8, 2 at
+10 and 1 at 12 (no warm-up step from 10 qubits on). It prints a Markdown table (also stored in
+the JSON) and the qubit count from which lightning.qubit is faster than default.qubit.
 
 Results: ``benchmarks/results/bench_transform.json`` (issue #2 default),
 ``bench_transform_sweep.json`` (issue #5 sweep), ``bench_transform_step.json`` (issue #12),
@@ -116,7 +116,7 @@ def run_config(devname, n_qubits, layers, shots, batch, repeats, seed=0):
 # --------------------------------------------------------------------------------------------
 
 # Repeats per qubit count in --step mode (the 12-qubit steps take tens of seconds each).
-_STEP_REPEATS = {4: 5, 8: 2, 10: 1, 12: 1}
+_STEP_REPEATS = {4: 5, 8: 3, 10: 2, 12: 1}
 # Warm-up steps are skipped from this many qubits on (one-time costs are negligible there).
 _NO_WARMUP_QUBITS = 10
 

@@ -75,8 +75,9 @@ SHOT_SAMPLING_MODES = ("device", "exact_law")
 # Attribute of a QNode holding its mode (absent means "device").
 _MODE_ATTR = "_qshiftdp_shot_sampling"
 # Largest number of state-vector amplitudes (merged batch × 2^wires) of one merged broadcast
-# tape: 2^22 complex128 amplitudes are 64 MiB per copy of the state in default.qubit.
-_MAX_MERGED_AMPLITUDES = 2**22
+# tape: 2^20 complex128 amplitudes are 16 MiB per copy of the state in default.qubit; larger
+# merged tapes were no faster at 8 to 12 qubits (benchmarks/bench_transform.py --step).
+_MAX_MERGED_AMPLITUDES = 2**20
 # Pauli words on at most this many wires are read from their outcome probabilities.
 _MAX_PROBS_WIRES = 8
 
