@@ -143,6 +143,7 @@ class LayerEvaluation:
         inputs_ptr: ``data_ptr`` and shape of the inputs (to match Opacus's activations).
         single_output: the QNode returns one scalar (``expval``/``var``) per example, so the
             TorchLayer returns shape ``(B,)``.
+        output_sizes: number of outputs of each measurement (the columns of ``outputs``).
     """
 
     outputs: torch.Tensor
@@ -153,6 +154,7 @@ class LayerEvaluation:
     input_jacobians: list
     inputs_ptr: tuple
     single_output: bool
+    output_sizes: tuple = ()
 
     def parameter_vjp(self, cotangent: torch.Tensor) -> torch.Tensor:
         """Per-example ``Σ_m cotangent[b, m] J[b, m, :]``, shape ``(B, n_diff)``."""
@@ -420,7 +422,8 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
         out = np.broadcast_to(out, (batch, out.shape[1]))
         return LayerEvaluation(torch.as_tensor(out.copy()), torch.zeros(batch, out.shape[1], 0,
                                dtype=torch.float64), [], wjac, [], [],
-                               (inputs.data_ptr(), tuple(inputs.shape)), single_output)
+                               (inputs.data_ptr(), tuple(inputs.shape)), single_output,
+                               tuple(_num_outputs(mp) for mp in tape.measurements))
 
     rep = fwd.bind_new_parameters(_unbroadcast(np_params, broadcast), list(range(len(np_params))))
     rep.trainable_params = diff_idx
@@ -474,6 +477,7 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
         input_jacobians=input_jacs,
         inputs_ptr=(inputs.data_ptr(), tuple(inputs.shape)),
         single_output=single_output,
+        output_sizes=tuple(_num_outputs(mp) for mp in tape.measurements),
     )
 
 
@@ -504,6 +508,24 @@ class _FusedLayerFunction(torch.autograd.Function):
         return (None, grad_x, *grads)
 
 
+def _torch_layer_layout(out: torch.Tensor, sizes, unbatched: bool):
+    """Rows ``(B, n_out)`` -> what ``TorchLayer._evaluate_qnode`` returns.
+
+    One measurement: ``(B,)`` for a scalar, ``(B, d)`` otherwise. Several measurements: a tuple
+    of ``(B, d_m)`` blocks (``TorchLayer.forward`` stacks them to ``(n_meas, B, d)``). An
+    unbatched input drops the batch axis of each part.
+    """
+    if len(sizes) <= 1:
+        out = out.reshape(-1) if sum(sizes) == 1 else out
+        return out[0] if unbatched else out
+    parts, start = [], 0
+    for d in sizes:
+        part = out[:, start:start + d]
+        parts.append(part[0] if unbatched else part)
+        start += d
+    return tuple(parts)
+
+
 def _empty_output(layer, inputs):
     """Zero-row output connected to the weights (Poisson sampling draws empty batches)."""
     names = list(layer.qnode_weights)
@@ -514,13 +536,13 @@ def _empty_output(layer, inputs):
     n_out = sum(_num_outputs(mp) for mp in mps)
     zero = sum((w * 0).sum() for w in layer.qnode_weights.values())
     out = torch.zeros(0, n_out, dtype=inputs.dtype) + zero.to(inputs.dtype)
-    return out.reshape(0) if len(mps) == 1 and n_out == 1 else out
+    return _torch_layer_layout(out, [_num_outputs(mp) for mp in mps], unbatched=False)
 
 
 def _exact_law_forward(layer, inputs):
     """Outputs without gradients under exact-law shot sampling (``None``: evaluate as usual).
 
-    Same layout as the fused evaluation: ``(B, n_out)``, or ``(B,)`` for one scalar output.
+    Returns ``(rows, sizes)``: outputs ``(B, n_out)`` and the size of each measurement.
     """
     qnode = layer.qnode
     if sampling.shot_sampling(qnode) != "exact_law":
@@ -538,8 +560,7 @@ def _exact_law_forward(layer, inputs):
     batch = int(inputs.shape[0])
     out = _flat(res, batch if fwd.batch_size else 1, len(fwd.measurements))
     out = torch.as_tensor(np.broadcast_to(out, (batch, out.shape[1])).copy()).to(inputs.dtype)
-    single = len(fwd.measurements) == 1 and _num_outputs(fwd.measurements[0]) == 1
-    return out.reshape(-1) if single else out
+    return out, [_num_outputs(mp) for mp in fwd.measurements]
 
 
 def fused_evaluate_qnode(layer, x):
@@ -559,19 +580,17 @@ def fused_evaluate_qnode(layer, x):
     weights = list(layer.qnode_weights.values())
     if not (torch.is_grad_enabled()
             and (x.requires_grad or any(w.requires_grad for w in weights))):
-        out = _exact_law_forward(layer, xb)
-        if out is None:
+        res = _exact_law_forward(layer, xb)
+        if res is None:
             return None
-        return out[0] if single else out
+        return _torch_layer_layout(res[0], res[1], single)
     ev = evaluate_layer(layer, xb, input_grad=bool(x.requires_grad))
     if layer.training:
         pending = layer.__dict__.setdefault("_qshiftdp_pending", [])
         pending.append(ev)
         del pending[:-_MAX_PENDING]
     out = _FusedLayerFunction.apply(ev, xb, *weights)
-    if ev.single_output:
-        out = out.reshape(-1)
-    return out[0] if single else out
+    return _torch_layer_layout(out, ev.output_sizes, single)
 
 
 def _pop_evaluation(layer, inputs: torch.Tensor) -> LayerEvaluation | None:
@@ -607,12 +626,17 @@ def torch_layer_grad_sampler(layer, activations, backprops):
         layer.__dict__["_qshiftdp_backprops"] = torch.zeros(0, 1, dtype=torch.float64)
         return {w: torch.zeros(0, *w.shape, dtype=w.dtype) for w in weights.values()
                 if w.requires_grad}
-    layer.__dict__["_qshiftdp_backprops"] = backprops.detach().reshape(xb.shape[0], -1).double()
     ev = _pop_evaluation(layer, x)
     if ev is None:
         ev = evaluate_layer(layer, xb)
+    batch = xb.shape[0]
+    rows = backprops.detach()
+    if len(ev.output_sizes) > 1:  # TorchLayer stacked the measurements: (n_meas, B, d)
+        rows = rows.reshape(len(ev.output_sizes), batch, -1).transpose(0, 1)
+    rows = rows.reshape(batch, -1).double()
+    layer.__dict__["_qshiftdp_backprops"] = rows
     layer.__dict__["_qshiftdp_last_evaluation"] = ev
-    flat = ev.per_example_weight_grads(backprops)  # (B, P)
+    flat = ev.per_example_weight_grads(rows)  # (B, P)
     out, offset = {}, 0
     for w in weights.values():
         n = w.numel()

@@ -426,3 +426,38 @@ def test_linear_loss_with_zero_one_labels_warns():
 
     with pytest.warns(qs.PrivacyWarning, match=r"Map the labels to \{−1, \+1\}"):
         LinearLoss()(torch.tensor([0.3, -0.2, 0.1]), torch.tensor([0.0, 1.0, 1.0]))
+
+
+def test_several_measurements_keep_torch_layer_layout_and_per_example_gradients():
+    from opacus import GradSampleModule
+
+    def circuit(inputs, weights):
+        qml.RY(inputs[..., 0], 0)
+        qml.RY(weights[0], 1)
+        qml.CNOT([0, 1])
+        qml.RX(weights[1], 0)
+        return qml.expval(qml.Z(0)), qml.expval(qml.Z(1))
+
+    ours = qml.qnn.TorchLayer(qml.QNode(circuit, qml.device("default.qubit"), interface="torch",
+                                        diff_method=qs.param_shift), {"weights": (2,)}).double()
+    ref_qnode = qml.QNode(circuit, qml.device("default.qubit"), interface="torch",
+                          diff_method="backprop")
+    ref = qml.qnn.TorchLayer(ref_qnode, {"weights": (2,)}).double()
+    ref.load_state_dict(ours.state_dict())
+    x = torch.rand(3, 1, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        plain = ref(x)
+    fused = ours(x)
+    assert fused.shape == plain.shape == (2, 3, 1)  # TorchLayer stacks measurements first
+    assert torch.allclose(fused, plain, atol=1e-12)
+    assert ours(x[0]).shape == ref(x[0]).shape
+    y = torch.tensor([[1.0, -1.0], [0.5, 2.0], [-1.0, 1.0]], dtype=torch.float64)
+    gsm = GradSampleModule(ours)
+    (gsm(x).squeeze(-1).T * y).sum(1).mean().backward()
+    expected = []
+    for j in range(3):
+        w = ref.weights.detach().clone().requires_grad_(True)
+        o = ref_qnode(x[j], w)
+        (g,) = torch.autograd.grad(o[0] * y[j, 0] + o[1] * y[j, 1], w)
+        expected.append(g)
+    assert torch.allclose(ours.weights.grad_sample, torch.stack(expected), atol=1e-10)
