@@ -8,9 +8,9 @@ bounds each example's gradient. Importing this package registers an Opacus grad 
 default, noise calibrated by an Opacus accountant; arXiv:2602.02962).
 """
 
-from . import audit, losses
+from . import audit, losses, sampling
 from .accountant import PrivacyLedger
-from .calibration import calibrate_noise_multiplier, compute_epsilon
+from .calibration import calibrate_noise_multiplier, compute_epsilon, plan_shots
 from .data import Dataset, load_dataset
 from .engine import make_private
 from .exceptions import (
@@ -22,7 +22,9 @@ from .exceptions import (
 from .models import HybridClassifier, QuantumClassifier, make_qnode
 from .noise import CREDIT_MODES, confidence_multiplier, shot_noise_credit
 from .optimizer import QShiftDPOptimizer
+from .public_clip import domain_gradient_bound
 from .quantum_layer import check_private_qnode, evaluate_layer, torch_layer_grad_sampler
+from .sampling import set_shot_sampling, use_exact_law
 from .sensitivity import Sensitivity, sensitivity
 from .shot_statistics import ShotRecorder, ShotStatistics
 from .training import TrainConfig, TrainResult, train
@@ -41,6 +43,11 @@ __all__ = [
     "TrainConfig",
     "TrainResult",
     "calibrate_noise_multiplier",
+    "domain_gradient_bound",
+    "plan_shots",
+    "sampling",
+    "set_shot_sampling",
+    "use_exact_law",
     "check_private_qnode",
     "evaluate_layer",
     "compute_epsilon",
