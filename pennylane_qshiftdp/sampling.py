@@ -214,7 +214,10 @@ def use_exact_law(target, *, seed=None):
         ``target``, for chaining.
 
     Raises:
-        As :func:`set_shot_sampling`.
+        ValueError: as :func:`set_shot_sampling` (no TorchLayer, a QNode not differentiated by
+            the private transform, a negative ``seed``).
+        TypeError: for a ``target`` or ``seed`` of the wrong type.
+        NotImplementedError: for a device without a numpy generator (hardware, remote).
 
     Example:
         >>> from pennylane_qshiftdp.models import QuantumClassifier
