@@ -237,7 +237,8 @@ def check_beta(value, name: str = "beta", *, required: bool) -> float:
     x = _as_float(value, name)
     if required:
         if not (0.0 < x < 1.0):
-            raise ValueError(f"`{name}` must be in (0, 1) for adaptive credit. Found {x}.")
+            raise ValueError(f"`{name}` must be in (0, 1) for the adaptive and isotropic credit "
+                             f"modes (e.g. 1e-6, well below 1/N). Found {x}.")
     elif x != 0.0:
         raise ValueError(
             f"`{name}` must be 0 unless the credit mode is 'adaptive' or 'isotropic'. Found {x}."

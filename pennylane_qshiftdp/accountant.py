@@ -638,7 +638,10 @@ class PrivacyLedger:
             "dataset_size": self._dataset_size,
             "preprocessing_note": self._preprocessing_note,
             "extra": self.extra,
-            "history": [[s, q, n] for s, q, n in self._acct.history],
+            # "history" is the noise actually added (what an Opacus accountant should be fed);
+            # "planned_history" is the calibrated plan the budget check uses.
+            "history": [[s, q, n] for s, q, n in self._proven],
+            "planned_history": [[s, q, n] for s, q, n in self._acct.history],
             "proven_history": [[s, q, n] for s, q, n in self._proven],
             "credited_history": [[s, q, n] for s, q, n in self._credited],
             "steps": self.steps,
@@ -664,7 +667,7 @@ class PrivacyLedger:
         missing = [k for k in _STATE_KEYS if k not in state_dict]
         if missing:
             raise ValueError(f"`state_dict` is missing the keys {missing}.")
-        history = _normalise_history(state_dict["history"])
+        history = _normalise_history(state_dict.get("planned_history", state_dict["history"]))
         steps = sum(n for _, _, n in history)
         if state_dict["steps"] != steps:
             raise ValueError(
@@ -832,7 +835,12 @@ class PrivacyLedger:
             f"Accountant: Opacus {opacus.__version__} "
             f"{_ACCOUNTANT_NAMES[self._accountant_name]}; ε is an upper bound."
         )
-        lines.append(f"Steps: {steps} recorded; history (σ, q, steps) = {self.history}.")
+        lines.append(f"Steps: {steps} recorded; planned history (σ, q, steps) = {self.history}.")
+        violations = (self._extra or {}).get("steps_without_poisson_batch", 0)
+        if violations:
+            lines.insert(1, f"WARNING: {violations} step(s) used no batch drawn from the "
+                            f"Poisson-sampling loader returned by make_private; the guarantee "
+                            f"below assumes Poisson sampling and DOES NOT HOLD for this run.")
 
         lines.append(f"Shot-noise credit: {self._credit_text()}")
         if self._credit_mode != "none":
@@ -852,8 +860,10 @@ class PrivacyLedger:
             lines.append(f"Preprocessing (NOT protected): {note}")
         else:
             lines.append(
-                "Preprocessing: declared data-independent; the guarantee covers the whole "
-                "pipeline from the raw training data."
+                "Preprocessing: none declared; the guarantee covers the training data exactly as "
+                "they reach the private training loop. Preprocessing fitted on the training data "
+                "before that point (e.g. standardisation or PCA) is not covered; declare it with "
+                "`preprocessing_note`."
             )
         randomness = (self._extra or {}).get("randomness")
         if randomness:

@@ -454,6 +454,13 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
             PrivacyWarning, stacklevel=2)
     floor = None
     if credit != "none":
+        warnings.warn(
+            f"credit={credit!r}: the added Gaussian noise is a fixed floor (the level whose ε "
+            f"alone is {proven_epsilon_factor:g} × target), so the PROVEN ε ends near "
+            f"{proven_epsilon_factor:g} × {target_epsilon:g}; the credited ε reaches the target "
+            f"only if the shot noise makes up the rest, which measured shot noise rarely does "
+            f"(docs/noise.md). Use credit='none' for a proven ε at the target.",
+            PrivacyWarning, stacklevel=2)
         if not (math.isfinite(proven_epsilon_factor) and proven_epsilon_factor > 1.0):
             raise ValueError(
                 f"`proven_epsilon_factor` must be a finite number above 1 (the proven ε may "

@@ -352,13 +352,17 @@ class QShiftDPOptimizer(DPOptimizer):
         if self._loader is None:
             return
         drawn = getattr(self._loader, "batches_drawn", 0)
+        if drawn == self._loader_count and self.ledger is not None:
+            count = (self.ledger.extra or {}).get("steps_without_poisson_batch", 0) + 1
+            self.ledger.extra_update({"steps_without_poisson_batch": count})
         if drawn == self._loader_count and not self._warned_loader:
             self._warned_loader = True
             warnings.warn(
                 "optimizer.step() was called without drawing a batch from the Poisson-sampling "
                 "loader returned by make_private: the ledger's ε assumes Poisson sampling at "
                 f"rate q = {self.ledger.sample_rate if self.ledger else '?'} and does not hold "
-                "for batches from another loader. Iterate the returned loader.",
+                "for batches from another loader (the privacy statement now says so). Iterate "
+                "the returned loader.",
                 PrivacyWarning, stacklevel=3)
         self._loader_count = drawn
 

@@ -91,7 +91,8 @@ def domain_gradient_bound(layer: qml.qnn.TorchLayer, *, input_range: tuple[float
     shapes = [tuple(layer.qnode_weights[k].shape) for k in names]
     sizes = [int(np.prod(s)) if s else 1 for s in shapes]
     flat = torch.cat([layer.qnode_weights[k].detach().double().reshape(-1) for k in names])
-    device = qml.device("default.qubit", wires=layer.qnode.device.wires)
+    name = "default.mixed" if layer.qnode.device.name == "default.mixed" else "default.qubit"
+    device = qml.device(name, wires=layer.qnode.device.wires)  # channels need default.mixed
     analytic = qml.QNode(layer.qnode.func, device, interface="torch", diff_method="backprop")
     x = _points(n_in, low, high, samples, seed)
 

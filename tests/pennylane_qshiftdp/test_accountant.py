@@ -242,7 +242,7 @@ class TestPersistence:
 
     def test_inconsistent_steps(self):
         sd = make().state_dict()
-        sd["history"] = [[2.0, 0.1, 3]]
+        sd["planned_history"] = [[2.0, 0.1, 3]]
         sd["steps"] = 4
         msg = "`steps` must equal the total steps in `history` (3). Found 4."
         with pytest.raises(ValueError, match=re.escape(msg)):
@@ -250,7 +250,7 @@ class TestPersistence:
 
     def test_bad_history_entry(self):
         sd = make().state_dict()
-        sd["history"] = [[2.0, 1.5, 3]]
+        sd["planned_history"] = [[2.0, 1.5, 3]]
         sd["steps"] = 3
         msg = "`history[0].sample_rate` must be in (0, 1]. Found 1.5."
         with pytest.raises(ValueError, match=re.escape(msg)):
@@ -295,7 +295,8 @@ class TestValidation:
             (
                 {"credit_mode": "adaptive", "beta": 0.0},
                 ValueError,
-                "`beta` must be in (0, 1) for adaptive credit. Found 0.0.",
+                "`beta` must be in (0, 1) for the adaptive and isotropic credit modes (e.g. "
+                "1e-6, well below 1/N). Found 0.0.",
             ),
             (
                 {"credit_mode": "none", "beta": 0.01},
@@ -371,7 +372,7 @@ class TestStatement:
         gaussian = "treats the shot noise of the sample means as Gaussian by the central limit"
         assert (gaussian in text) == (mode != "none")
         assert ("δ + β" in text) == (mode in ("adaptive", "isotropic"))
-        assert "Preprocessing: declared data-independent" in text
+        assert "Preprocessing: none declared" in text
         assert "NOT protected" not in text
 
     def test_adaptive_beta_explained(self):

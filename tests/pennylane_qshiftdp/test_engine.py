@@ -461,3 +461,25 @@ def test_several_measurements_keep_torch_layer_layout_and_per_example_gradients(
         (g,) = torch.autograd.grad(o[0] * y[j, 0] + o[1] * y[j, 1], w)
         expected.append(g)
     assert torch.allclose(ours.weights.grad_sample, torch.stack(expected), atol=1e-10)
+
+
+def test_credit_mode_warns_that_the_proven_epsilon_is_the_factor_times_the_target():
+    rec = qs.ShotRecorder()
+    qnode = qml.QNode(_circuit, qml.device("default.qubit", seed=1), interface="torch",
+                      diff_method=qs.param_shift, gradient_kwargs={"recorder": rec})
+    layer = qml.qnn.TorchLayer(qml.set_shots(qnode, shots=100), {"weights": (2, 2, 3)})
+    with pytest.warns(qs.PrivacyWarning, match="PROVEN ε ends near 1.5 × 2"):
+        qs.make_private(layer, torch.optim.SGD(layer.parameters(), lr=0.1), _loader(_data()),
+                        target_epsilon=2.0, target_delta=1e-5, epochs=1, credit="adaptive",
+                        beta=1e-6, recorder=rec)
+
+
+def test_statement_voids_the_guarantee_after_steps_from_another_loader():
+    layer = _layer()
+    model, opt, loader = qs.make_private(
+        layer, torch.optim.SGD(layer.parameters(), lr=0.1), _loader(_data()),
+        target_epsilon=1.0, target_delta=1e-5, epochs=2, seed=0)
+    with pytest.warns(qs.PrivacyWarning, match="Iterate the returned loader"):
+        _epoch(model, opt, _loader(_data()))
+    text = opt.ledger.statement()
+    assert "DOES NOT HOLD" in text and opt.ledger.extra["steps_without_poisson_batch"] == 3

@@ -119,7 +119,9 @@ class TestProbabilityAndBeta:
     def test_beta_required(self):
         assert check_beta(1e-3, required=True) == 1e-3
         with pytest.raises(
-            ValueError, match=re.escape("`beta` must be in (0, 1) for adaptive credit. Found 0.0.")
+            ValueError, match=re.escape(
+                "`beta` must be in (0, 1) for the adaptive and isotropic credit modes (e.g. "
+                "1e-6, well below 1/N). Found 0.0.")
         ):
             check_beta(0.0, required=True)
 
