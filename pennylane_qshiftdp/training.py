@@ -340,8 +340,6 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
     bar = tqdm(total=len(train_loader) * (last - start_epoch), disable=not progress,
                desc="qshiftdp train")
     t0 = time.perf_counter()
-    # Opacus's per-example hooks on a first layer whose inputs need no gradient (normal use).
-    warnings.filterwarnings("ignore", message="Full backward hook is firing when gradients")
     for epoch in range(start_epoch, last):
         # Per-epoch reseeding makes a resumed run repeat the uninterrupted one exactly.
         if shots is not None:
