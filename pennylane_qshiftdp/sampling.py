@@ -513,6 +513,42 @@ def _stacked_parameters(template, param_sets, beff):
     return stacked
 
 
+def _stacked_from_offsets(template, offsets, beff):
+    """:func:`_stacked_parameters` for the circuits ``template`` with every parameter moved
+    by the rows of ``offsets`` (per tape parameter an array ``(C, *shape)``, row ``c`` the
+    offset of circuit ``c``), without building one parameter list per circuit."""
+    base = template.get_parameters(trainable_only=False)
+    stacked, k = [], 0
+    for op in template.operations:
+        if not op.data:
+            stacked.append(None)
+            continue
+        try:
+            nds = tuple(op.ndim_params)
+        except (AttributeError, NotImplementedError, TypeError):
+            return None
+        new = []
+        for j in range(len(op.data)):
+            b, off = np.asarray(base[k]), np.asarray(offsets[k])
+            k += 1
+            nd = nds[j] if j < len(nds) else b.ndim
+            if b.ndim == nd:  # unbroadcast
+                if not off.any():
+                    new.append(None)
+                    continue
+                arr = b[None] + off
+                new.append(np.repeat(arr, beff, axis=0) if beff > 1 else arr)
+            elif b.ndim == nd + 1 and b.shape[0] == beff:
+                arr = b[None] + off.reshape(off.shape[0], 1, *off.shape[1:])
+                new.append(arr.reshape(-1, *arr.shape[2:]))
+            else:
+                return None
+        stacked.append(None if all(d is None for d in new) else new)
+    if any(np.asarray(offsets[k2]).any() for k2 in range(k, len(base))):
+        return None  # observable parameters must not vary between circuits
+    return stacked
+
+
 def _broadcasts_natively(device) -> bool:
     """Whether the device simulates a broadcast tape at once (default.qubit) rather than
     splitting it into one tape per batch element (lightning.qubit's ``broadcast_expand``),
@@ -526,18 +562,18 @@ def _broadcasts_natively(device) -> bool:
                for t in pipeline)
 
 
-def _merged_tapes(template, param_sets, measurements, max_amplitudes):
-    """Analytic broadcast tapes running every circuit (stacked along the batch axis), as
+def _merged_tapes(template, stacked, num_circuits, measurements, max_amplitudes):
+    """Analytic broadcast tapes running ``num_circuits`` circuits (their parameters
+    ``stacked`` along the batch axis, see :func:`_stacked_parameters`), as
     ``[(tape, number of circuits)]``; ``None`` if the circuits cannot be merged."""
     beff = template.batch_size or 1
-    stacked = _stacked_parameters(template, param_sets, beff)
     if stacked is None:
         return None
     per_circuit = beff * 2 ** max(len(template.wires), 1)
     rows = max(1, max_amplitudes // per_circuit)
     chunks = []
-    for start in range(0, len(param_sets), rows):
-        stop = min(start + rows, len(param_sets))
+    for start in range(0, num_circuits, rows):
+        stop = min(start + rows, num_circuits)
         ops = []
         for op, new in zip(template.operations, stacked, strict=True):
             if new is None:
@@ -621,9 +657,11 @@ def execute_exact_law(tapes, device, *, max_amplitudes: int = _MAX_MERGED_AMPLIT
 
 
 def _execute(template, param_sets, device, max_amplitudes=_MAX_MERGED_AMPLITUDES, *,
-             tapes=None) -> list:
+             tapes=None, offsets=None) -> list:
     """:func:`execute_exact_law` of the circuits ``template`` with each parameter set
-    (all tape parameters, as ``get_parameters(trainable_only=False)``), or of ``tapes``."""
+    (all tape parameters, as ``get_parameters(trainable_only=False)``), of ``template`` with
+    its parameters moved by each row of ``offsets`` (per tape parameter an array
+    ``(C, *shape)``; ``param_sets`` is then ``None``), or of ``tapes``."""
     if isinstance(max_amplitudes, bool) or not isinstance(max_amplitudes, (int, np.integer)) \
             or max_amplitudes < 1:
         raise ValueError(f"`max_amplitudes` must be a positive integer. Found "
@@ -639,7 +677,18 @@ def _execute(template, param_sets, device, max_amplitudes=_MAX_MERGED_AMPLITUDES
 
     chunks = None
     if tapes is None and _broadcasts_natively(device):
-        chunks = _merged_tapes(template, param_sets, analytic_mps, max_amplitudes)
+        if offsets is not None:
+            n_circ = len(np.asarray(offsets[0])) if offsets else 1
+            stacked = _stacked_from_offsets(template, offsets, beff)
+        else:
+            n_circ = len(param_sets)
+            stacked = _stacked_parameters(template, param_sets, beff)
+        chunks = _merged_tapes(template, stacked, n_circ, analytic_mps, max_amplitudes)
+    if chunks is None and tapes is None and param_sets is None:
+        base = template.get_parameters(trainable_only=False)
+        n_circ = len(np.asarray(offsets[0])) if offsets else 1
+        param_sets = [[b + np.asarray(o)[c] for b, o in zip(base, offsets, strict=True)]
+                      for c in range(n_circ)]
     if chunks is None and tapes is None:
         indices = list(range(len(param_sets[0])))
         tapes = [template.bind_new_parameters(ps, indices) for ps in param_sets]

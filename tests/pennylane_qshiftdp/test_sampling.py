@@ -357,6 +357,29 @@ def test_chunking_does_not_change_draws():
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("device_name", ["default.qubit", "lightning.qubit"])
+def test_offset_rows_give_the_draws_of_explicit_parameter_sets(device_name):
+    # The fused evaluation passes a forward tape and per-parameter offset rows instead of one
+    # parameter list per circuit: same circuits, so same analytic values and same draws, on a
+    # merging device (default.qubit) and on one that runs the circuits one by one.
+    template = _pair_tape(200, 3, [qml.expval(qml.Z(1))]).bind_new_parameters(
+        [np.array([0.1, 0.7, 1.3]), 0.4], [0, 1])
+    base = template.get_parameters(trainable_only=False)
+    offsets = [np.array([0.0, np.pi / 2, -np.pi / 2, 0.0, 0.0]),
+               np.array([0.0, 0.0, 0.0, np.pi / 2, -np.pi / 2])]
+    sets = [[b + o[c] for b, o in zip(base, offsets, strict=True)] for c in range(5)]
+    a = sampling._execute(template, sets, qml.device(device_name, seed=7))
+    b = sampling._execute(template, None, qml.device(device_name, seed=7), offsets=offsets)
+    assert len(a) == len(b) == 5
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_array_equal(x, y)
+    # and each circuit's draws estimate that circuit's exact value
+    for c, ps in enumerate(sets):
+        exact = qml.execute([template.bind_new_parameters(ps, [0, 1]).copy(shots=None)],
+                            qml.device("default.qubit"))[0]
+        assert np.all(np.abs(np.asarray(b[c]) - exact) <= Z * np.sqrt(1 / 200))
+
+
 def test_draw_two_point():
     rng = np.random.default_rng(0)
     est = sampling.draw_two_point(np.array([1.0 + 1e-15, -1.0 - 1e-15]), 10, -1.0, 1.0, rng)
