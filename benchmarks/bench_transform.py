@@ -33,6 +33,7 @@ Results: ``benchmarks/results/bench_transform.json`` (issue #2 default),
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -222,6 +223,106 @@ STEP_COLUMNS = ["device", "qubits", "batch", "shots", "repeats", "param_shift_s"
                 "exact_law_over_param_shift", "exact_law_speedup"]
 
 
+# A private step of an older version of the library (issue #12's "today's library"): its
+# ``make_private`` returned a PrivateModel whose ``loss_backward`` ran the transform per batch.
+_OLD_STEP_SCRIPT = r"""
+import json, statistics, sys, time, warnings
+import numpy as np, torch
+from pennylane_qshiftdp.engine import make_private
+from pennylane_qshiftdp.losses import LinearLoss
+from pennylane_qshiftdp.models import QuantumClassifier
+device, n_qubits, layers, shots, batch, repeats = json.loads(sys.argv[1])
+gen = torch.Generator().manual_seed(0)
+x = torch.rand(batch, n_qubits, generator=gen, dtype=torch.float64) * np.pi
+y = torch.where(torch.rand(batch, generator=gen) > 0.5, 1.0, -1.0).double()
+model = QuantumClassifier(n_qubits, layers, device=device, shots=shots, seed=0, init_seed=0,
+                          init_scale=0.3)
+data = torch.utils.data.TensorDataset(x.repeat(100, 1), y.repeat(100))
+loader = torch.utils.data.DataLoader(data, batch_size=batch)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    pmodel, opt, _ = make_private(model, torch.optim.SGD(model.parameters(), lr=0.1), loader,
+                                  target_epsilon=1.0, target_delta=1e-5, epochs=1,
+                                  loss=LinearLoss(), seed=0)
+def step():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        opt.zero_grad()
+        pmodel.loss_backward(x, y, opt)
+        opt.step()
+step()
+times = []
+for _ in range(repeats):
+    t = time.perf_counter(); step(); times.append(time.perf_counter() - t)
+print("RESULT " + json.dumps(times))
+"""
+
+_NEW_STEP_SCRIPT = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[2])
+import bench_transform as bt
+bt._import_heavy()
+import numpy as np, torch
+device, n_qubits, layers, shots, batch, repeats = json.loads(sys.argv[1])
+gen = torch.Generator().manual_seed(0)
+x = torch.rand(batch, n_qubits, generator=gen, dtype=torch.float64) * np.pi
+y = torch.where(torch.rand(batch, generator=gen) > 0.5, 1.0, -1.0).double()
+step = bt._private_step_fn(device, n_qubits, layers, shots, x, y, 0, True)
+step()
+times = []
+for _ in range(repeats):
+    t = time.perf_counter(); step(); times.append(time.perf_counter() - t)
+print("RESULT " + json.dumps(times))
+"""
+
+
+def _timed_subprocess(script, argv, pythonpath):
+    """Step times printed by ``script`` run in a fresh interpreter on ``pythonpath``."""
+    import os
+    import subprocess
+
+    env = dict(os.environ, PYTHONPATH=str(pythonpath))
+    out = subprocess.run([sys.executable, "-c", script, *argv], env=env, check=True,
+                         cwd=str(pythonpath),
+                         capture_output=True, text=True).stdout
+    line = [ln for ln in out.splitlines() if ln.startswith("RESULT ")][-1]
+    return json.loads(line[len("RESULT "):])
+
+
+def run_versus(args):
+    """Current exact-law private step against an older checkout's private step (``--versus``),
+    each in its own interpreter, alternated ``rounds`` times; median over all steps."""
+    old_root = Path(args.versus).resolve()
+    if not (old_root / "pennylane_qshiftdp" / "engine.py").is_file():
+        raise SystemExit(f"--versus: {old_root} is not a checkout of pennylane-qshiftdp")
+    here = Path(__file__).resolve().parent
+    rows = []
+    for q in args.qubits or [4]:
+        for d in args.devices:
+            spec = json.dumps([d, q, args.layers, args.shots[0], args.batch or 54,
+                               args.repeats or 5])
+            old, new = [], []
+            for r in range(args.rounds):
+                old += _timed_subprocess(_OLD_STEP_SCRIPT, [spec], old_root)
+                new += _timed_subprocess(_NEW_STEP_SCRIPT, [spec, str(here)], here.parent)
+                print(f"  {d} {q}q round {r}: old {statistics.median(old):.3g} s, "
+                      f"new {statistics.median(new):.3g} s", flush=True)
+            rows.append({"device": d, "qubits": q, "layers": args.layers,
+                         "shots": args.shots[0], "batch": args.batch or 54,
+                         "old_version": args.versus_label or str(old_root),
+                         "steps_each": len(old), "old_step_s": statistics.median(old),
+                         "new_step_s": statistics.median(new),
+                         "speedup": statistics.median(old) / statistics.median(new),
+                         "old_times_s": old, "new_times_s": new})
+    md = table(rows, ["device", "qubits", "batch", "shots", "old_version", "steps_each",
+                      "old_step_s", "new_step_s", "speedup"])
+    print(md)
+    path = write_result("bench_transform_versus", {"quick": False, "rows": rows,
+                                                   "markdown": md}, args.out)
+    print(f"wrote {path}")
+    return rows
+
+
 def run_step(args):
     qubits = args.qubits or ([4] if args.quick else [4, 8, 10, 12])
     rows = []
@@ -281,9 +382,17 @@ def main(argv=None):
     p.add_argument("--step", action="store_true",
                    help="issue #12: private step (device vs exact-law sampling) against a "
                         "non-private param_shift step at 4, 8, 10, 12 qubits, batch 54")
+    p.add_argument("--versus", default=None, metavar="CHECKOUT",
+                   help="with --step: time the private step of an older checkout of the "
+                        "library (e.g. `git worktree add /tmp/old 2c3b0c6`) against today's "
+                        "exact-law step, each in its own interpreter, alternated")
+    p.add_argument("--versus-label", default=None, help="name of the older version (a commit)")
+    p.add_argument("--rounds", type=int, default=3, help="alternations with --versus")
     p.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--out", type=Path, default=None, help="output directory for the JSON")
     args = p.parse_args(argv)
+    if args.versus:
+        return run_versus(args)
     _import_heavy()
     if args.step:
         return run_step(args)

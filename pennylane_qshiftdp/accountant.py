@@ -437,11 +437,22 @@ class PrivacyLedger:
     def _epsilon_of(self, history) -> float:
         if not history:
             return 0.0
+        # The budget check, the step and the proven ε of one step compose the same history
+        # (without a credit mode): remember the last few compositions.
+        key = tuple(map(tuple, history))
+        memo = self.__dict__.setdefault("_epsilon_memo", {})
+        if key in memo:
+            return memo[key]
         if self._accountant_name == "rdp":
-            return _rdp_epsilon(history, self._target_delta)
-        acct = make_accountant(self._accountant_name, history)
-        with _quiet_opacus():
-            return float(acct.get_epsilon(delta=self._target_delta))
+            eps = _rdp_epsilon(history, self._target_delta)
+        else:
+            acct = make_accountant(self._accountant_name, history)
+            with _quiet_opacus():
+                eps = float(acct.get_epsilon(delta=self._target_delta))
+        if len(memo) >= 8:
+            memo.pop(next(iter(memo)))
+        memo[key] = eps
+        return eps
 
     @property
     def planned_epsilon(self) -> float:

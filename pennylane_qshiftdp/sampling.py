@@ -50,6 +50,7 @@ gradient keyword to the transform, which would then refuse the QNode elsewhere.
 from __future__ import annotations
 
 import dataclasses
+import weakref
 
 import numpy as np
 import pennylane as qml
@@ -549,10 +550,26 @@ def _stacked_from_offsets(template, offsets, beff):
     return stacked
 
 
+_NATIVE_BROADCAST = weakref.WeakKeyDictionary()
+
+
 def _broadcasts_natively(device) -> bool:
     """Whether the device simulates a broadcast tape at once (default.qubit) rather than
     splitting it into one tape per batch element (lightning.qubit's ``broadcast_expand``),
-    which would make merging circuits only add work."""
+    which would make merging circuits only add work (remembered per device object)."""
+    try:
+        return _NATIVE_BROADCAST[device]
+    except (KeyError, TypeError):
+        pass
+    native = _device_broadcasts_natively(device)
+    try:
+        _NATIVE_BROADCAST[device] = native
+    except TypeError:  # not weakly referenceable
+        pass
+    return native
+
+
+def _device_broadcasts_natively(device) -> bool:
     try:
         pipeline = device.preprocess_transforms()
     except (AttributeError, NotImplementedError, TypeError):
