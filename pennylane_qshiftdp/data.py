@@ -1,14 +1,25 @@
-r"""Binary classification data sets for quantum classifiers, with honest preprocessing.
+r"""Classification data sets for quantum classifiers, with honest preprocessing.
 
 :func:`load_dataset` returns a :class:`Dataset` of angle-encoded features in [0, π] and labels
-in {−1, +1}, from scikit-learn's bundled data sets (never downloaded) or from a CSV file.
+from scikit-learn's bundled data sets (never downloaded) or from a CSV file. Binary tasks (two
+classes) have labels in {−1, +1}; tasks with :math:`K \ge 3` classes have class indices
+0..K−1 (float64), in the order of :attr:`Dataset.classes`.
 
 Two preprocessing modes:
 
 - ``"fixed"``: data-independent, so the differential-privacy guarantee covers the whole
-  pipeline from the raw data. Only available where the feature range is known a priori: the
-  ``digits`` pixels lie in [0, 16] by construction, so the 8×8 image is average-pooled into
-  ``n_features`` regions and each mean is mapped linearly from [0, 16] to [0, π].
+  pipeline from the raw data. It needs an a-priori range for every feature:
+
+  * ``digits``: the pixels lie in [0, 16] by construction; the 8×8 image is average-pooled
+    into ``n_features`` regions and each mean is mapped linearly from [0, 16] to [0, π].
+  * any other data set: declared ranges :math:`[l_j, h_j]` (``feature_range``; for
+    ``iris``, ``wine`` and ``breast_cancer`` defaults are shipped, :data:`FEATURE_RANGES`).
+    Each raw column is scaled to :math:`u_j = \mathrm{clip}((x_j - l_j)/(h_j - l_j), 0, 1)`;
+    if there are more columns than ``n_features``, consecutive columns are averaged in
+    ``n_features`` groups (:func:`numpy.array_split` of the column indices: the first
+    ``d mod n_features`` groups get one column more); the angle is :math:`\pi` times the
+    group mean. Values outside their declared range are clipped (data-independent, so fine
+    for privacy); :attr:`Dataset.clipped_values` counts them for the data owner's check.
 - ``"standardize_pca"``: :class:`~sklearn.preprocessing.StandardScaler`, then
   :class:`~sklearn.decomposition.PCA` to ``n_features`` components, then a linear map of each
   component's training range to [0, π] (test values clipped), all fitted on the training split
@@ -36,6 +47,10 @@ __all__ = [
     "DATASETS",
     "DIGITS_POOLING_GRIDS",
     "DIGITS_STROKE_REGIONS",
+    "FEATURE_RANGES",
+    "IRIS_FEATURE_RANGES",
+    "WINE_FEATURE_RANGES",
+    "BREAST_CANCER_FEATURE_RANGES",
     "PREPROCESSINGS",
     "Dataset",
     "load_dataset",
@@ -73,8 +88,46 @@ DIGITS_STROKE_REGIONS = (
     ("top and bottom caps (rows 0-1, 6-7; cols 2-5)", [0, 1, 6, 7], slice(2, 6)),
 )
 
-#: Default (negative, positive) classes of the scikit-learn data sets.
-_DEFAULT_CLASSES = {"digits": (0, 1), "breast_cancer": (0, 1), "iris": (0, 1), "wine": (0, 1)}
+# The default feature ranges below are published properties of the public benchmark data sets:
+# the "Summary Statistics" (Min, Max) of scikit-learn's DESCR of each data set (the UCI
+# documentation), rounded OUTWARD: the minimum times 0.9 rounded down and the maximum times 1.1
+# rounded up, to two significant digits (DESCR rounds, e.g. wine's colour-intensity minimum
+# 1.28 is printed 1.3, hence the margin; a minimum printed with one significant digit, 0.001 or
+# 0.002 in breast_cancer, gets the lower end 0). They are public knowledge about these benchmarks,
+# which makes preprocessing='fixed' data-independent here. For a PRIVATE data set declare
+# ranges from domain knowledge (units, instrument limits), never from the data itself: ranges
+# read off the data leak it and are not covered by the guarantee.
+
+#: Default ``iris`` ranges (cm): sepal length, sepal width, petal length, petal width.
+IRIS_FEATURE_RANGES = ((3.8, 8.7), (1.8, 4.9), (0.9, 7.6), (0.09, 2.8))
+
+#: Default ``wine`` ranges, in scikit-learn's column order (alcohol ... proline).
+WINE_FEATURE_RANGES = (
+    (9.9, 17.0), (0.66, 6.4), (1.2, 3.6), (9.5, 33.0), (63.0, 180.0), (0.88, 4.3),
+    (0.3, 5.6), (0.11, 0.73), (0.36, 4.0), (1.1, 15.0), (0.43, 1.9), (1.1, 4.4),
+    (250.0, 1900.0),
+)
+
+#: Default ``breast_cancer`` ranges, in scikit-learn's column order (30 columns: the means,
+#: standard errors and worst values of ten nucleus measurements).
+BREAST_CANCER_FEATURE_RANGES = (
+    (6.2, 31.0), (8.7, 44.0), (39.0, 210.0), (120.0, 2800.0), (0.047, 0.18), (0.017, 0.38),
+    (0.0, 0.47), (0.0, 0.23), (0.095, 0.34), (0.045, 0.11), (0.1, 3.2), (0.32, 5.4),
+    (0.68, 25.0), (6.1, 600.0), (0.0, 0.035), (0.0, 0.15), (0.0, 0.44), (0.0, 0.059),
+    (0.0072, 0.087), (0.0, 0.033), (7.1, 40.0), (10.0, 55.0), (45.0, 280.0),
+    (160.0, 4700.0), (0.063, 0.25), (0.024, 1.2), (0.0, 1.4), (0.0, 0.33), (0.14, 0.74),
+    (0.049, 0.23),
+)
+
+#: Shipped default ranges of preprocessing='fixed' per data set (see the note above).
+FEATURE_RANGES = {
+    "iris": IRIS_FEATURE_RANGES,
+    "wine": WINE_FEATURE_RANGES,
+    "breast_cancer": BREAST_CANCER_FEATURE_RANGES,
+}
+
+#: Default classes of the scikit-learn data sets: a (negative, positive) pair, or "all".
+_DEFAULT_CLASSES = {"digits": (0, 1), "breast_cancer": (0, 1), "iris": "all", "wine": "all"}
 
 #: A-priori pixel range of scikit-learn's ``digits`` (4-bit counts of 4×4 sub-blocks).
 _DIGITS_MAX = 16.0
@@ -92,13 +145,14 @@ _PCA_NOTE = (
 
 @dataclass(frozen=True, eq=False)
 class Dataset:
-    r"""A binary classification data set, angle-encoded, split into train and test parts.
+    r"""A classification data set, angle-encoded, split into train and test parts.
 
     Attributes:
         X_train: features of shape (n_train, n_features), float64, angles in [0, π].
-        y_train: labels of shape (n_train,), float64, in {−1, +1}.
+        y_train: labels of shape (n_train,), float64: in {−1, +1} for two classes, class
+            indices 0..K−1 for :math:`K \ge 3` classes.
         X_test: features of shape (n_test, n_features), float64, angles in [0, π].
-        y_test: labels of shape (n_test,), float64, in {−1, +1}.
+        y_test: labels of shape (n_test,), float64, as ``y_train``.
         name: the data set's name (``"digits"``, ..., or ``"csv"``).
         feature_names: one name per feature column.
         data_dependent_preprocessing: ``True`` if preprocessing statistics were computed from
@@ -106,7 +160,15 @@ class Dataset:
         preprocessing_note: which statistics are not protected, or ``None`` if preprocessing
             is data-independent. Pass it to :class:`~pennylane_qshiftdp.accountant.PrivacyLedger`.
         description: a one-paragraph human-readable description.
-        classes: the original (negative, positive) class labels, mapped to −1 and +1.
+        classes: the original class labels in model-label order: (negative, positive) for a
+            binary task (mapped to −1, +1), else the labels mapped to 0, 1, ..., K−1.
+        class_names: display names of ``classes`` (scikit-learn's target names, or the CSV
+            labels as text).
+        feature_ranges: the declared ``(low, high)`` per raw column used by
+            preprocessing='fixed' (empty for digits and standardize_pca).
+        clipped_values: how many raw values (train and test) fell outside their declared range
+            and were clipped (a count over the data, for the data owner's check; not released
+            by the training job).
     """
 
     X_train: np.ndarray
@@ -119,6 +181,9 @@ class Dataset:
     preprocessing_note: str | None
     description: str
     classes: tuple = ()
+    class_names: tuple = ()
+    feature_ranges: tuple = ()
+    clipped_values: int = 0
 
     @property
     def n_features(self) -> int:
@@ -135,6 +200,24 @@ class Dataset:
         """Number of test examples."""
         return int(self.X_test.shape[0])
 
+    @property
+    def n_classes(self) -> int:
+        """Number of classes K (2 for a binary task)."""
+        return len(self.classes)
+
+    @property
+    def label_mapping(self) -> dict:
+        """Original label → model label: −1/+1 for two classes, else 0..K−1."""
+        if self.n_classes == 2:
+            return {self.classes[0]: -1, self.classes[1]: 1}
+        return {c: i for i, c in enumerate(self.classes)}
+
+    def label_mapping_text(self) -> str:
+        """The mapping as text, e.g. ``'setosa' → 0, 'versicolor' → 1, 'virginica' → 2``."""
+        names = self.class_names or tuple(str(c) for c in self.classes)
+        return ", ".join(f"{n!r} → {v:+d}" if self.n_classes == 2 else f"{n!r} → {v}"
+                         for n, v in zip(names, self.label_mapping.values(), strict=True))
+
 
 def load_dataset(
     name: str = "digits",
@@ -146,48 +229,56 @@ def load_dataset(
     classes=None,
     csv_path: str | os.PathLike | None = None,
     label_column: str | None = None,
+    feature_range=None,
 ) -> Dataset:
-    r"""Load a binary classification task with angle-encoded features.
+    r"""Load a classification task with angle-encoded features.
 
     Data sets (all bundled with scikit-learn, never downloaded, or a local CSV file):
 
     - ``"digits"``: 8×8 images of handwritten digits; default classes ``(0, 1)``
-      ("0 vs 1", 360 images).
+      ("0 vs 1", 360 images); ``classes="all"`` is the 10-class task (use ``n_features=8``,
+      a 2×4 pooling grid, and 8 qubits).
     - ``"breast_cancer"``: Wisconsin diagnostic, 30 features; classes ``(0, 1)`` =
       (malignant → −1, benign → +1).
-    - ``"iris"``: 4 features; default classes ``(0, 1)`` = (setosa → −1, versicolor → +1),
-      linearly separable; ``classes=(1, 2)`` (versicolor vs virginica) is harder.
-    - ``"wine"``: 13 features; default classes ``(0, 1)`` = (class_0 → −1, class_1 → +1).
+    - ``"iris"``: 4 features; default: all 3 classes (setosa → 0, versicolor → 1,
+      virginica → 2); ``classes=(1, 2)`` is the binary versicolor vs virginica task.
+    - ``"wine"``: 13 features; default: all 3 classes (class_0, class_1, class_2 → 0, 1, 2).
     - ``"csv"``: the file ``csv_path`` with a header row; the column ``label_column`` holds
-      the labels, every other column must be numeric; no missing values. Without ``classes``
-      the label column must have exactly two distinct values (sorted: the first → −1).
+      the labels (numbers or strings), every other column must be numeric; no missing values.
+      Without ``classes`` every label present is a class, in sorted order (two → binary).
 
-    ``classes=(a, b)`` selects two classes (by label or, for the scikit-learn sets, by target
-    name such as ``"versicolor"``) and maps ``a`` → −1 and ``b`` → +1; other classes are dropped.
+    ``classes`` selects the task: a pair ``(a, b)`` is binary (``a`` → −1, ``b`` → +1); a list
+    of three or more classes, or ``"all"`` (every class present, sorted), is a multi-class task
+    with labels 0..K−1 in the given order. Classes are given by label or, for the scikit-learn
+    sets, by target name such as ``"versicolor"``; other classes are dropped.
 
     Args:
         name: one of :data:`DATASETS`.
         n_features: number of output features (= qubits), ≥ 1. For ``"fixed"`` on digits one
             of 1, 2, 4, 8, 16, 32, 64 (average pooling over a grid of
-            :data:`DIGITS_POOLING_GRIDS`; 4 uses :data:`DIGITS_STROKE_REGIONS`); for
-            ``"standardize_pca"`` at most the number of raw features.
+            :data:`DIGITS_POOLING_GRIDS`; 4 uses :data:`DIGITS_STROKE_REGIONS`); otherwise at
+            most the number of raw features.
         seed: seed of the stratified train/test split (an integer ≥ 0).
         test_size: fraction of examples in the test split, in (0, 1).
-        preprocessing: ``"fixed"`` (data-independent; digits only) or ``"standardize_pca"``
+        preprocessing: ``"fixed"`` (data-independent, needs feature ranges: shipped for the
+            scikit-learn sets, ``feature_range`` for a CSV file) or ``"standardize_pca"``
             (data-dependent, fitted on the training split).
-        classes: (negative, positive) classes, or ``None`` for the default.
+        classes: a pair, a list of ≥ 3 classes, ``"all"``, or ``None`` for the default.
         csv_path: path of the CSV file (only with ``name="csv"``).
         label_column: name of the label column (only with ``name="csv"``).
+        feature_range: declared raw ranges for ``"fixed"``: one ``(low, high)`` pair for every
+            column, or a sequence of pairs, one per raw column (``low < high``, finite).
+            Overrides the shipped defaults; not used for digits (its pixel range is [0, 16]).
 
     Returns:
-        A :class:`Dataset` with float64 features in [0, π] and labels in {−1, +1}.
+        A :class:`Dataset` with float64 features in [0, π].
 
     Raises:
         ValueError: for an unknown data set or preprocessing (the choices are listed),
-            ``"fixed"`` preprocessing on a data set without an a-priori feature range, an
-            unsupported ``n_features``, classes not in the data set, or a CSV file that is
-            missing, has missing or non-numeric values, lacks the label column, or whose label
-            column is not binary.
+            ``"fixed"`` preprocessing without feature ranges, a malformed ``feature_range``
+            (or one given with digits or standardize_pca), an unsupported ``n_features``,
+            classes not in the data set or fewer than two, or a CSV file that is missing, has
+            missing or non-numeric feature values, lacks the label column, or has one class.
         TypeError: if ``n_features`` or ``seed`` is not an integer.
 
     Warns:
@@ -206,6 +297,9 @@ def load_dataset(
         ([-1.0, 1.0], False)
         >>> bool(ds.X_train.min() >= 0 and ds.X_train.max() <= np.pi)
         True
+        >>> iris = load_dataset("iris")
+        >>> iris.n_classes, iris.label_mapping_text()
+        (3, "'setosa' → 0, 'versicolor' → 1, 'virginica' → 2")
     """
     name = check_choice(name, "name", DATASETS)
     preprocessing = check_choice(preprocessing, "preprocessing", PREPROCESSINGS)
@@ -228,29 +322,56 @@ def load_dataset(
         X, labels, feature_names, label_names = _load_sklearn(name)
         source = f"scikit-learn's bundled {name!r} data set"
 
-    neg, pos = _resolve_classes(name, classes, labels, label_names)
-    mask = (labels == neg) | (labels == pos)
+    chosen = _resolve_classes(name, classes, labels, label_names)
+    mask = np.isin(labels, np.asarray(chosen, dtype=labels.dtype))
     X = X[mask]
-    y = np.where(labels[mask] == pos, 1.0, -1.0)
+    if len(chosen) == 2:
+        y = np.where(labels[mask] == chosen[1], 1.0, -1.0)
+    else:
+        index = {c: i for i, c in enumerate(chosen)}
+        y = np.array([index[v] for v in labels[mask].tolist()], dtype=np.float64)
 
-    if preprocessing == "fixed" and name != "digits":
-        raise ValueError(
-            f"preprocessing='fixed' needs an a-priori range for every feature, and {name!r} has "
-            f"none (its feature ranges would have to be estimated from the data). Use "
-            f"preprocessing='standardize_pca' (data-dependent: its statistics are then not "
-            f"protected by the privacy guarantee)."
-        )
-    if preprocessing == "fixed" and n_features not in DIGITS_POOLING_GRIDS:
-        allowed = ", ".join(str(k) for k in DIGITS_POOLING_GRIDS)
-        raise ValueError(
-            f"`n_features` must be one of {allowed} for preprocessing='fixed' on 'digits' "
-            f"(average pooling of the 8x8 image over a grid). Found {n_features}."
-        )
-    if preprocessing == "standardize_pca" and n_features > X.shape[1]:
-        raise ValueError(
-            f"`n_features` must be at most {X.shape[1]} (the number of features of {name!r}) "
-            f"for preprocessing='standardize_pca'. Found {n_features}."
-        )
+    ranges = ()
+    if preprocessing == "fixed" and name == "digits":
+        if feature_range is not None:
+            raise ValueError(
+                f"`feature_range` is not used with name='digits' (its pixels lie in [0, 16] by "
+                f"construction). Found {feature_range!r}."
+            )
+        if n_features not in DIGITS_POOLING_GRIDS:
+            allowed = ", ".join(str(k) for k in DIGITS_POOLING_GRIDS)
+            raise ValueError(
+                f"`n_features` must be one of {allowed} for preprocessing='fixed' on 'digits' "
+                f"(average pooling of the 8x8 image over a grid). Found {n_features}."
+            )
+    elif preprocessing == "fixed":
+        if feature_range is None and name not in FEATURE_RANGES:
+            raise ValueError(
+                f"preprocessing='fixed' needs an a-priori range for every feature, and {name!r} "
+                f"has none: declare them with `feature_range=(low, high)` for all columns or "
+                f"one (low, high) pair per column (command line: --feature-range LO:HI or "
+                f"LO1:HI1,LO2:HI2,...), from domain knowledge, never from the data. Or use "
+                f"preprocessing='standardize_pca' (data-dependent: its statistics are then not "
+                f"protected by the privacy guarantee)."
+            )
+        ranges = _check_feature_range(
+            FEATURE_RANGES[name] if feature_range is None else feature_range, X.shape[1])
+        if n_features > X.shape[1]:
+            raise ValueError(
+                f"`n_features` must be at most {X.shape[1]} (the number of features of "
+                f"{name!r}) for preprocessing='fixed'. Found {n_features}."
+            )
+    else:
+        if feature_range is not None:
+            raise ValueError(
+                f"`feature_range` is only used with preprocessing='fixed'. Found "
+                f"{feature_range!r}."
+            )
+        if n_features > X.shape[1]:
+            raise ValueError(
+                f"`n_features` must be at most {X.shape[1]} (the number of features of "
+                f"{name!r}) for preprocessing='standardize_pca'. Found {n_features}."
+            )
 
     from sklearn.model_selection import train_test_split
 
@@ -258,7 +379,8 @@ def load_dataset(
         X, y, test_size=test_size, random_state=seed, stratify=y
     )
 
-    if preprocessing == "fixed":
+    clipped = 0
+    if preprocessing == "fixed" and name == "digits":
         X_train, names = _pool_digits(X_train, n_features)
         X_test, _ = _pool_digits(X_test, n_features)
         rows, cols = DIGITS_POOLING_GRIDS[n_features]
@@ -270,6 +392,21 @@ def load_dataset(
         how = (
             f"{n_features} features: average pooling over {regions}, mapped from the "
             f"a-priori pixel range [0, 16] to angles in [0, pi] (data-independent)"
+        )
+        note = None
+    elif preprocessing == "fixed":
+        X_train, names, c_train = _scale_and_group(X_train, ranges, n_features, feature_names)
+        X_test, _, c_test = _scale_and_group(X_test, ranges, n_features, feature_names)
+        clipped = c_train + c_test
+        origin = ("declared `feature_range`" if feature_range is not None else
+                  "shipped default ranges (published DESCR minima and maxima, rounded outward)")
+        grouping = ("one column per feature" if n_features == X.shape[1] else
+                    f"{X.shape[1]} columns averaged in {n_features} consecutive groups of "
+                    f"{'/'.join(str(len(g)) for g in _groups(X.shape[1], n_features))}")
+        how = (
+            f"{n_features} features: each column scaled from its {origin} to [0, 1] "
+            f"(values outside clipped: {clipped} of {X.size} values), {grouping}, times pi "
+            f"(data-independent)"
         )
         note = None
     else:
@@ -286,9 +423,14 @@ def load_dataset(
         note = _PCA_NOTE
         warnings.warn(f"Data-dependent preprocessing: {_PCA_NOTE}", PrivacyWarning, stacklevel=2)
 
+    shown = [str(label_names.get(c, _plain(c))) for c in chosen]
+    if len(chosen) == 2:
+        task = f"binary task {shown[0]} (-1) vs {shown[1]} (+1)"
+    else:
+        task = f"{len(chosen)}-class task " + ", ".join(
+            f"{n} ({i})" for i, n in enumerate(shown))
     description = (
-        f"{source}, binary task {label_names.get(neg, neg)!s} (-1) vs "
-        f"{label_names.get(pos, pos)!s} (+1); {how}; {len(y_train)} train / {len(y_test)} test "
+        f"{source}, {task}; {how}; {len(y_train)} train / {len(y_test)} test "
         f"examples (stratified split, test_size={test_size:g}, seed={seed})."
     )
     return Dataset(
@@ -301,7 +443,10 @@ def load_dataset(
         data_dependent_preprocessing=note is not None,
         preprocessing_note=note,
         description=description,
-        classes=(_plain(neg), _plain(pos)),
+        classes=tuple(_plain(c) for c in chosen),
+        class_names=tuple(shown),
+        feature_ranges=ranges,
+        clipped_values=int(clipped),
     )
 
 
@@ -393,25 +538,29 @@ def _read_csv(csv_path, label_column):
 
 
 def _resolve_classes(name, classes, labels, label_names):
-    """Return the (negative, positive) labels as they appear in ``labels``."""
+    """Return the chosen classes as they appear in ``labels``, in model-label order."""
     present = sorted(set(labels.tolist()), key=lambda v: (str(type(v)), v))
     shown = ", ".join(
         f"{v!r} ({label_names[v]})" if v in label_names else repr(_plain(v)) for v in present
     )
     if classes is None:
-        if name == "csv":
-            if len(present) != 2:
-                raise ValueError(
-                    f"The label column must be binary, but {len(present)} "
-                    f"{'classes were' if len(present) != 1 else 'class was'} found: {shown}. "
-                    f"Select two of them with `classes=(negative, positive)` (command line: "
-                    f"--classes NEGATIVE,POSITIVE)."
-                )
-            return present[0], present[1]
-        return _DEFAULT_CLASSES[name]
-    if isinstance(classes, str) or not hasattr(classes, "__len__") or len(classes) != 2:
+        classes = "all" if name == "csv" else _DEFAULT_CLASSES[name]
+    if isinstance(classes, str):
+        if classes != "all":
+            raise ValueError(
+                f"`classes` must be a pair (negative, positive), a list of three or more "
+                f"classes, or 'all'. Found {classes!r}."
+            )
+        if len(present) < 2:
+            raise ValueError(
+                f"The labels of {name!r} must hold at least two classes, but {len(present)} "
+                f"{'classes were' if len(present) != 1 else 'class was'} found: {shown}."
+            )
+        return list(present)
+    if not hasattr(classes, "__len__") or len(classes) < 2:
         raise ValueError(
-            f"`classes` must be a pair (negative, positive) of classes. Found {classes!r}."
+            f"`classes` must be a pair (negative, positive), a list of three or more classes, "
+            f"or 'all'. Found {classes!r}."
         )
     by_name = {v: k for k, v in label_names.items()}
     resolved = []
@@ -419,13 +568,13 @@ def _resolve_classes(name, classes, labels, label_names):
         value = _match_class(c, present, by_name)
         if value is None:
             raise ValueError(
-                f"`classes` must be two distinct classes of {name!r}; {c!r} is not one. "
+                f"`classes` must be distinct classes of {name!r}; {c!r} is not one. "
                 f"Classes present: {shown}."
             )
         resolved.append(value)
-    if resolved[0] == resolved[1]:
-        raise ValueError(f"`classes` must be two distinct classes. Found {classes!r}.")
-    return resolved[0], resolved[1]
+    if len(set(resolved)) != len(resolved):
+        raise ValueError(f"`classes` must be distinct classes. Found {classes!r}.")
+    return resolved
 
 
 def _match_class(c, present, by_name):
@@ -466,6 +615,69 @@ def _pool_digits(X: np.ndarray, n_features: int):
         for c in range(cols)
     ]
     return angles, names
+
+
+def _check_feature_range(feature_range, n_columns: int) -> tuple:
+    """``feature_range`` → one finite ``(low, high)`` pair with low < high per raw column."""
+    def pair(v):
+        if isinstance(v, (str, bytes)) or not hasattr(v, "__len__") or len(v) != 2:
+            return None
+        try:
+            lo, hi = float(v[0]), float(v[1])
+        except (TypeError, ValueError):
+            return None
+        return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) and lo < hi else None
+
+    scalar_pair = (not isinstance(feature_range, (str, bytes))
+                   and hasattr(feature_range, "__len__") and len(feature_range) == 2
+                   and not any(hasattr(v, "__len__") for v in feature_range))
+    if scalar_pair:
+        single = pair(feature_range)
+        if single is None:
+            raise ValueError(
+                f"`feature_range` must be a pair (low, high) or a sequence of {n_columns} "
+                f"pairs, one per column, with finite low < high; found the pair "
+                f"{feature_range!r}, which is not finite with low < high."
+            )
+        return (single,) * n_columns
+    if isinstance(feature_range, (str, bytes)) or not hasattr(feature_range, "__len__"):
+        raise ValueError(
+            f"`feature_range` must be a pair (low, high) or a sequence of {n_columns} pairs, "
+            f"one per column, with finite low < high. Found {feature_range!r}."
+        )
+    pairs = [pair(v) for v in feature_range]
+    if len(pairs) != n_columns or any(p is None for p in pairs):
+        bad = next((v for v, p in zip(feature_range, pairs, strict=False) if p is None), None)
+        detail = (f"{len(pairs)} pairs for {n_columns} columns" if len(pairs) != n_columns
+                  else f"the pair {bad!r}, which is not finite with low < high")
+        raise ValueError(
+            f"`feature_range` must be a pair (low, high) or a sequence of {n_columns} pairs, "
+            f"one per column, with finite low < high; found {detail}. Found "
+            f"{feature_range!r}."
+        )
+    return tuple(pairs)
+
+
+def _groups(n_columns: int, n_features: int) -> list:
+    """Consecutive column groups: :func:`numpy.array_split` of the column indices."""
+    return [g.tolist() for g in np.array_split(np.arange(n_columns), n_features)]
+
+
+def _scale_and_group(X, ranges, n_features, column_names):
+    r"""Clip-scale every column to [0, 1] by its declared range, average groups, times π.
+
+    Returns ``(angles, feature names, number of clipped values)``.
+    """
+    lo = np.array([r[0] for r in ranges])
+    hi = np.array([r[1] for r in ranges])
+    unit = (X - lo) / (hi - lo)
+    clipped = int(np.count_nonzero((unit < 0.0) | (unit > 1.0)))
+    unit = np.clip(unit, 0.0, 1.0)
+    groups = _groups(X.shape[1], n_features)
+    angles = np.stack([unit[:, g].mean(axis=1) for g in groups], axis=1) * math.pi
+    names = [column_names[g[0]] if len(g) == 1 else
+             "mean(" + ", ".join(column_names[j] for j in g) + ")" for g in groups]
+    return angles, names, clipped
 
 
 def _standardize_pca(X_train, X_test, n_features, seed):
