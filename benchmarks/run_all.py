@@ -352,6 +352,58 @@ def section_shots(out, lines):
     _img(lines, "bench_shots", mode)
 
 
+def section_step(out, lines):
+    data, mode = _section_start(out, lines, "12. One private training step",
+                                "bench_transform_step")
+    if data is None:
+        return
+    lines.append(f"`bench_transform.py --step` ({mode}): one step of `make_private`'s triple "
+                 f"(fused evaluation: the forward and every shifted circuit of every example in "
+                 f"one execution) with the device's own sampling and with exact-law sampling, "
+                 f"against one non-private step with PennyLane's `diff_method=\"parameter-shift\"` "
+                 f"on the same device, alternated in one process; seconds are medians, batch "
+                 f"{data['rows'][0]['batch']}, Ns = {data['rows'][0]['shots']}, 2 layers.\n")
+    lines.append(data["markdown"] + "\n")
+    cross = data.get("crossover_qubits", {})
+    if cross:
+        lines.append("lightning.qubit is faster than default.qubit from "
+                     + ", ".join(f"{q} qubits ({k.removesuffix('_s').replace('_', ' ')})"
+                                 for k, q in cross.items() if q is not None)
+                     + "; `device=\"auto\"` switches at 10.\n")
+    _img(lines, "bench_transform_step", mode)
+    versus, _ = _load(out, "bench_transform_versus")
+    if versus is not None:
+        lines.append("Against the library before issue #12 (`--versus`, commit "
+                     f"{versus['rows'][0]['old_version']}: its `PrivateModel.loss_backward` "
+                     "step, device sampling), each version in its own interpreter, alternated; "
+                     "the new step is the exact-law step on the same device (medians over all "
+                     "steps; the machine was shared, so single rounds vary by ±30 %):\n")
+        lines.append(versus["markdown"] + "\n")
+
+
+def section_clip(out, lines):
+    data, mode = _section_start(out, lines, "13. Clip-norm strategies at equal tuning budgets",
+                                "bench_clip")
+    if data is None:
+        return
+    cfg = data["config"]
+    lines.append(
+        f"The training job's defaults (10 epochs, expected batch 64, Ns = 1000 exact-law, "
+        f"δ = 1e-5, RDP; {mode}), seeds {cfg['seeds']}, seeded noise. Each strategy gets the "
+        f"same budget: 3 values of one hyperparameter (learning rate {cfg['lr_grid']} for "
+        f"certified, public and adaptive; c {cfg['clip_fractions']} with C = c·Δ and lr "
+        f"0.2·Δ/C for fixed), best mean test accuracy reported with its value (`tuned`); "
+        f"`untuned` = the first value of the grid (the job's default, no search). Δ = "
+        f"{data['delta']:.4g}. **The search looks at test accuracy and is not "
+        f"privacy-accounted** (the same optimistic protocol for every strategy). "
+        f"breast_cancer uses standardize_pca (data-dependent statistics, not protected).\n")
+    lines.append(data["markdown"] + "\n")
+    lines.append("Best untuned strategy against tuned fixed-C DP-SGD (accuracy points; "
+                 "positive = untuned better):\n")
+    lines.append(data["gap_markdown"] + "\n")
+    _img(lines, "bench_clip", mode)
+
+
 def section_variance_bound(out, lines):
     data, mode = _section_start(out, lines, "9. Adaptive credit's variance bound",
                                 "bench_variance_bound")
@@ -684,6 +736,8 @@ def write_report(out: Path, report: Path, readme: Path | None = None) -> Path:
     section_variance_bound(out, lines)
     section_audit(out, lines)
     section_shots(out, lines)
+    section_step(out, lines)
+    section_clip(out, lines)
     section_missing(out, lines)
     report.write_text("\n".join(lines))
     if readme is not None and update_readme(readme, headline(out, lines)):

@@ -52,6 +52,10 @@ class _ArgError(Exception):
     pass
 
 
+#: Largest global dimension the command line certifies (dense d x d matrices: ~1 GiB at 4096).
+_MAX_DIM = 4096
+
+
 def _build_channel(ns):
     if ns.local:
         if ns.qubits is None:
@@ -67,6 +71,14 @@ def _build_channel(ns):
                             f"{2**ns.qubits}); give one of them.")
         dim = 2**ns.qubits
     dim = 2 if dim is None else dim
+    if not ns.local and dim > _MAX_DIM:
+        raise _ArgError(
+            f"{f'--dim {dim}' if ns.qubits is None else f'--qubits {ns.qubits} (d = {dim})'}"
+            f" is too large: the certificates build dense d x d witness matrices "
+            f"(about 64·d² bytes, {64 * dim**2 / 2**30:.3g} GiB here); at most d = {_MAX_DIM} "
+            f"(12 qubits) is supported. For global depolarizing QLDP the closed form is "
+            f"delta(eps) = max(0, (1 - p) - (e^eps - 1) p / d)."
+        )
     if ns.q is not None:
         if not ns.local and dim != 2:
             raise _ArgError(f"--p-pennylane is PennyLane's single-qubit DepolarizingChannel "

@@ -47,6 +47,12 @@ def test_certify_pennylane_parameter(capsys):
         (["certify", "--p", "0.3", "--local", "--epsilon", "1"], "--local requires --qubits N."),
         (["certify", "--p", "0.3", "--dim", "1", "--epsilon", "1"], "`d` must be an integer >= 2"),
         (["certify", "--p", "0.3", "--epsilon", "1", "--delta", "2"], "`delta` must be in [0, 1]"),
+        # refused before any d x d matrix is built (d = 1e5 once allocated 149 GiB)
+        (["certify", "--p", "0.3", "--dim", "100000", "--epsilon", "1"],
+         "--dim 100000 is too large: the certificates build dense d x d witness matrices "
+         "(about 64·d² bytes, 596 GiB here)"),
+        (["certify", "--p", "0.3", "--qubits", "13", "--epsilon", "1"],
+         "--qubits 13 (d = 8192) is too large"),
     ],
 )
 def test_bad_input_exits_2(argv, msg, capsys):
