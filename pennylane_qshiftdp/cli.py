@@ -96,8 +96,18 @@ def _add_train_parser(subparsers) -> None:
     p.add_argument("--csv", dest="csv_path", default=None, help="CSV file (with --dataset csv)")
     p.add_argument("--label-column", default=None, help="label column of the CSV file")
     p.add_argument("--classes", default=None, type=_classes,
-                   help="two classes NEGATIVE,POSITIVE (labels or names, e.g. 1,2 or "
-                   "versicolor,virginica); default: the data set's first two classes")
+                   help="two classes NEGATIVE,POSITIVE (binary, labels -1/+1; labels or names, "
+                   "e.g. 1,2 or versicolor,virginica), three or more A,B,C,... (labels 0..K-1 in "
+                   "this order), or 'all' (every class, sorted); default: digits and "
+                   "breast_cancer 0,1; iris, wine and csv all")
+    p.add_argument("--feature-range", default=None, type=_feature_range,
+                   help="declared raw feature ranges for --preprocessing fixed: LO:HI for every "
+                   "column or LO1:HI1,LO2:HI2,... one per column (from domain knowledge, never "
+                   "from the data; values outside are clipped; write --feature-range=-1:1 when LO "
+                   "is negative); default: shipped ranges for iris, wine and breast_cancer")
+    p.add_argument("--test-size", type=float, default=d.test_size,
+                   help="fraction of the examples held out for the test accuracy, in (0, 1) "
+                   "(stratified, seeded split) (default: %(default)s)")
     p.add_argument("--preprocessing", default=d.preprocessing,
                    help="fixed (data-independent) or standardize_pca (default: %(default)s)")
     p.add_argument("--epsilon", type=float, default=d.epsilon,
@@ -129,7 +139,12 @@ def _add_train_parser(subparsers) -> None:
     p.add_argument("--layers", type=int, default=d.layers, help="default: %(default)s")
     p.add_argument("--qubits", type=int, default=d.qubits, help="default: %(default)s")
     p.add_argument("--lr", type=float, default=d.lr, help="SGD step (default: %(default)s)")
-    p.add_argument("--loss", default=d.loss, choices=["linear", "mse"])
+    p.add_argument("--loss", default=d.loss, choices=["auto", "linear", "mse", "cross_entropy"],
+                   help="auto: linear for two classes, cross_entropy (softmax of the logits "
+                   "s·f over the K readouts) for three or more (default: %(default)s)")
+    p.add_argument("--logit-scale", type=float, default=d.logit_scale,
+                   help="s of the cross-entropy logits s·f; the certified bound grows "
+                   "linearly in s (default: %(default)s)")
     p.add_argument("--credit", default=d.credit,
                    choices=["none", "depolarizing", "adaptive", "isotropic"],
                    help="shot-noise credit mode (default: %(default)s)")
@@ -177,11 +192,14 @@ def _add_train_parser(subparsers) -> None:
     p.set_defaults(func=_run_train)
 
 
-def _classes(text: str) -> tuple:
-    """``--classes NEG,POS``: two class labels (numbers where they parse as numbers)."""
+def _classes(text: str):
+    """``--classes NEG,POS``, ``A,B,C,...`` or ``all`` (numbers where they parse as numbers)."""
+    if text.strip() == "all":
+        return "all"
     parts = [t.strip() for t in text.split(",")]
-    if len(parts) != 2 or not all(parts):
-        raise argparse.ArgumentTypeError(f"must be two classes NEGATIVE,POSITIVE, not {text!r}")
+    if len(parts) < 2 or not all(parts):
+        raise argparse.ArgumentTypeError(f"must be two classes NEGATIVE,POSITIVE, three or more "
+                                         f"A,B,C,... or 'all', not {text!r}")
 
     def value(t):
         try:
@@ -195,9 +213,29 @@ def _classes(text: str) -> tuple:
     return tuple(value(t) for t in parts)
 
 
+def _feature_range(text: str):
+    """``--feature-range LO:HI`` (every column) or ``LO1:HI1,LO2:HI2,...`` (one per column)."""
+    pairs = []
+    for part in text.split(","):
+        bounds = part.split(":")
+        try:
+            if len(bounds) != 2:
+                raise ValueError
+            lo, hi = float(bounds[0]), float(bounds[1])
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"must be LO:HI or LO1:HI1,LO2:HI2,... with numbers, not {text!r}") from None
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise argparse.ArgumentTypeError(f"needs finite LO < HI in every pair, not {part!r}")
+        pairs.append((lo, hi))
+    return pairs[0] if len(pairs) == 1 else tuple(pairs)
+
+
 #: Parameter names in library messages -> the ``qshiftdp train`` flag that sets them.
 _TRAIN_FLAGS = {"n_features": "--qubits", "name": "--dataset", "csv_path": "--csv",
-                "label_column": "--label-column", "classes": "--classes",
+                "label_column": "--label-column", "classes": "--classes", "test_size": "--test-size",
+                "feature_range": "--feature-range", "n_classes": "--classes",
+                "loss": "--loss", "logit_scale": "--logit-scale",
                 "expected_batch_size": "--batch-size", "target_epsilon": "--epsilon",
                 "target_delta": "--delta", "epsilon": "--epsilon", "delta": "--delta",
                 "lr": "--lr", "shots": "--shots", "n_qubits": "--qubits", "layers": "--layers",
@@ -268,6 +306,7 @@ def _run_train(args) -> int:
     print()
     if result.stopped_early:
         print(f"Stopped early: {result.stopped_early}")
+    print(f"classes: {result.n_classes}; label mapping: {result.label_mapping}")
     print(f"test accuracy: {result.test_accuracy:.4f} (evaluated "
           f"{'analytically' if config.eval_shots is None else f'with {config.eval_shots} shots'}"
           f" on {result.device})")

@@ -29,11 +29,11 @@ from . import _compat
 from .accountant import PrivacyLedger
 from .engine import make_private
 from .exceptions import PrivacyBudgetExceededError, PrivacyWarning
-from .losses import LinearLoss, MSELoss
+from .losses import LinearLoss, MSELoss, SoftmaxCrossEntropyLoss
 from .optimizer import StepRecord
 from .shot_statistics import ShotRecorder
 
-__all__ = ["TrainConfig", "TrainResult", "train", "write_outputs"]
+__all__ = ["TrainConfig", "TrainResult", "make_loss", "train", "write_outputs"]
 
 
 @dataclasses.dataclass
@@ -55,7 +55,10 @@ class TrainConfig:
     layers: int = 2
     qubits: int = 4
     lr: float = 0.2
-    loss: str = "linear"
+    # "auto": "linear" for two classes, "cross_entropy" (softmax of logit_scale × the K
+    # readouts) for K >= 3; or "linear", "mse" (binary only), "cross_entropy" (K >= 3 only)
+    loss: str = "auto"
+    logit_scale: float = 3.0  # s of the cross-entropy logits s·f (Δ grows linearly in s)
     credit: str = "none"
     beta: float = 0.0
     depolarizing: float = 0.0  # device noise: PennyLane DepolarizingChannel q (default.mixed)
@@ -74,7 +77,12 @@ class TrainConfig:
     model: str = "quantum"  # "quantum" or "hybrid" (Linear -> angles -> TorchLayer -> Linear)
     classical_max_grad_norm: float = 1.0  # clip norm of a hybrid model's classical layers
     proven_epsilon_factor: float = 1.5  # credit modes: proven ε <= factor × target ε
-    classes: tuple | None = None  # (negative, positive) classes; None: the data set's default
+    # a (negative, positive) pair (binary), a list of >= 3 classes or "all" (labels 0..K-1);
+    # None: the data set's default (digits, breast_cancer: (0, 1); iris, wine, csv: all)
+    classes: tuple | list | str | None = None
+    # declared raw feature ranges for preprocessing="fixed": (lo, hi) for all columns or one
+    # pair per column; None: the shipped defaults (iris, wine, breast_cancer)
+    feature_range: tuple | list | None = None
     diagnostics: bool = False  # write per-step statistics of the private batches (not protected)
 
 
@@ -95,6 +103,8 @@ class TrainResult:
     shots: int | None = None  # shots per circuit used in training (after "auto")
     training_shots: int = 0  # shots executed by the training device in all
     device: str | None = None
+    n_classes: int = 2
+    label_mapping: str = ""  # e.g. "'setosa' → 0, 'versicolor' → 1, 'virginica' → 2"
 
 
 #: From this many qubits on, ``device="auto"`` picks lightning.qubit (measured crossover of the
@@ -135,7 +145,7 @@ def _auto_shots(config, model_cls, data, loss_fn) -> int:
         raise ValueError("`shots`='auto' plans the shots against the DP noise and needs a "
                          "finite `epsilon`.")
     probe = model_cls(config.qubits, config.layers, device="default.qubit", shots=None,
-                      init_seed=config.seed)
+                      init_seed=config.seed, n_classes=data.n_classes)
     weights = probe.qlayer.weights.detach().double().requires_grad_(True)
     sens = sensitivity(probe.qnode, inputs=torch.zeros(config.qubits, dtype=torch.float64),
                        weights=weights, loss=loss_fn)
@@ -185,7 +195,9 @@ def _provenance(data) -> dict:
         digest.update(np.ascontiguousarray(arr, dtype=np.float64).tobytes())
     return {"command_line": list(sys.argv), "dataset": data.name,
             "training_data_sha256": digest.hexdigest(),
-            "training_examples": int(len(data.y_train))}
+            "training_examples": int(len(data.y_train)),
+            "n_classes": data.n_classes, "label_mapping": data.label_mapping_text(),
+            "feature_ranges": [list(r) for r in data.feature_ranges] or None}
 
 
 def _seed_for(seed, epoch, stream):
@@ -194,9 +206,47 @@ def _seed_for(seed, epoch, stream):
 
 
 def _accuracy(model, x, y):
+    """Fraction of correct predictions: sign for one output (labels ±1), else argmax."""
     with torch.no_grad():
-        pred = torch.where(model(x) >= 0, 1.0, -1.0)
+        out = model(x)
+        pred = (torch.where(out >= 0, 1.0, -1.0) if out.ndim == 1
+                else out.argmax(dim=1).to(y.dtype))
     return float((pred == y).double().mean())
+
+
+def make_loss(name: str, n_classes: int, logit_scale: float = 3.0):
+    r"""The job's loss for ``name`` and the number of classes.
+
+    Args:
+        name: ``"auto"`` (``"linear"`` for two classes, ``"cross_entropy"`` for more),
+            ``"linear"``, ``"mse"`` (two classes), or ``"cross_entropy"`` (three or more).
+        n_classes: number of classes :math:`K \ge 2`.
+        logit_scale: :math:`s > 0` of :class:`~.SoftmaxCrossEntropyLoss` (logits :math:`s f`).
+
+    Returns:
+        BoundedLoss: the loss.
+
+    Raises:
+        ValueError: for an unknown ``name`` or one that does not fit ``n_classes``.
+
+    Example:
+        >>> make_loss("auto", 3).name, make_loss("auto", 2).name
+        ('softmax cross-entropy', 'linear loss')
+    """
+    if name not in ("auto", "linear", "mse", "cross_entropy"):
+        raise ValueError(f"`loss` must be 'auto', 'linear', 'mse' or 'cross_entropy'. Found "
+                         f"{name!r}.")
+    if name == "auto":
+        name = "linear" if n_classes == 2 else "cross_entropy"
+    if n_classes == 2 and name == "cross_entropy":
+        raise ValueError("`loss`='cross_entropy' needs at least 3 classes (the binary model has "
+                         "one output ⟨Z0⟩); use 'linear' or 'mse' for two classes.")
+    if n_classes > 2 and name != "cross_entropy":
+        raise ValueError(f"`loss`={name!r} is for two classes (labels ±1); a {n_classes}-class "
+                         f"task needs 'cross_entropy' (or 'auto').")
+    if name == "cross_entropy":
+        return SoftmaxCrossEntropyLoss(logit_scale=logit_scale)
+    return LinearLoss() if name == "linear" else MSELoss(target_bound=1.0)
 
 
 def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
@@ -220,7 +270,7 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
     data = load_dataset(config.dataset, n_features=config.qubits, seed=config.seed,
                         test_size=config.test_size, preprocessing=config.preprocessing,
                         csv_path=config.csv_path, label_column=config.label_column,
-                        classes=config.classes)
+                        classes=config.classes, feature_range=config.feature_range)
     if math.isnan(config.epsilon):
         raise ValueError("`epsilon` must be a positive number or inf (no noise). Found nan.")
     if not (math.isfinite(config.lr) and config.lr > 0):
@@ -229,7 +279,10 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
     if config.model not in ("quantum", "hybrid"):
         raise ValueError(f"`model` must be 'quantum' or 'hybrid'. Found {config.model!r}.")
     model_cls = QuantumClassifier if config.model == "quantum" else HybridClassifier
-    loss_fn = {"linear": LinearLoss(), "mse": MSELoss(target_bound=1.0)}[config.loss]
+    loss_fn = make_loss(config.loss, data.n_classes, config.logit_scale)
+    if data.n_classes > 2 and config.credit != "none":
+        raise ValueError(f"`credit`={config.credit!r} supports one output per example; a "
+                         f"{data.n_classes}-class model has {data.n_classes}. Use credit='none'.")
     shots = config.shots
     if shots == "auto":
         shots = _auto_shots(config, model_cls, data, loss_fn)
@@ -250,7 +303,8 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
     model = model_cls(config.qubits, config.layers, device=device,
                       shots=shots, seed=_seed_for(config.seed, 0, 0),
                       recorder=recorder, init_scale=config.init_scale,
-                      init_seed=config.seed, depolarizing=config.depolarizing)
+                      init_seed=config.seed, depolarizing=config.depolarizing,
+                      n_classes=data.n_classes)
     clip_mode = config.max_grad_norm
     if clip_mode == "auto":
         clip_mode = ("certified" if config.credit != "none" or config.model == "hybrid"
@@ -278,7 +332,8 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
     sgd = torch.optim.SGD(model.parameters(), lr=config.lr)
     eval_model = model_cls(config.qubits, config.layers, device=device,
                            shots=config.eval_shots, seed=_seed_for(config.seed, 0, 4),
-                           init_seed=config.seed, depolarizing=config.depolarizing)
+                           init_seed=config.seed, depolarizing=config.depolarizing,
+                           n_classes=data.n_classes)
     if private:
         hybrid = config.model == "hybrid"
         pmodel, opt, train_loader = make_private(
@@ -403,6 +458,7 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
         weights=model.qlayer.weights.detach().numpy().copy(),
         output_dir=str(out_dir) if out_dir else None, stopped_early=stopped,
         shots=shots, training_shots=training_shots, device=device,
+        n_classes=data.n_classes, label_mapping=data.label_mapping_text(),
     )
     if private:
         violations = sum(r.get("certified_bound_violations", 0) for r in records)

@@ -1,9 +1,11 @@
 """Tests for pennylane_qshiftdp.cli (the ``noise`` and ``epsilon`` subcommands)."""
 
 import json
+import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from pennylane_qshiftdp.calibration import calibrate_noise_multiplier, compute_epsilon
@@ -253,3 +255,97 @@ def test_train_classes_flag_selects_two_classes(capsys, tmp_path):
     out = capsys.readouterr()
     assert code == 0, out.err
     assert "NOT protected" in out.out and "These data-dependent statistics" not in out.out
+
+
+# ------------------------------------------------------------------ train: every data set
+_MULTI_ARGS = ["train", "--epochs", "1", "--layers", "1", "--shots", "100", "--test-size",
+               "0.8", "--seeded-noise", "--no-progress"]
+
+
+def _train_outputs(capsys, tmp_path, *argv):
+    out_dir = tmp_path / "run"
+    code = main([*_MULTI_ARGS, *argv, "--output-dir", str(out_dir)])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    metrics = json.loads((out_dir / "metrics.json").read_text())
+    ledger = json.loads((out_dir / "ledger.json").read_text())
+    acc = float(re.search(r"test accuracy: ([0-9.]+)", out.out).group(1))
+    assert 0.0 <= acc <= 1.0 and acc == pytest.approx(metrics["test_accuracy"], abs=5e-5)
+    eps = float(re.search(r"ε spent: ([0-9.]+) \(target 1.0\)", out.out).group(1))
+    assert 0 < eps <= 1.0 and metrics["epsilon"] <= ledger["target_epsilon"] == 1.0
+    assert ledger["preprocessing_note"] is None  # fixed ranges: data-independent
+    assert "NOT protected" not in out.out
+    return out.out, metrics, ledger
+
+
+@pytest.mark.parametrize("dataset, n_classes, mapping, n_train", [
+    ("iris", 3, "'setosa' → 0, 'versicolor' → 1, 'virginica' → 2", 30),
+    ("wine", 3, "'class_0' → 0, 'class_1' → 1, 'class_2' → 2", 35),
+    ("breast_cancer", 2, "'malignant' → -1, 'benign' → +1", 113),
+])
+def test_train_sklearn_sets_with_fixed_ranges(capsys, tmp_path, dataset, n_classes, mapping,
+                                              n_train):
+    out, _, ledger = _train_outputs(capsys, tmp_path, "--dataset", dataset)
+    assert f"classes: {n_classes}; label mapping: {mapping}" in out
+    prov = ledger["extra"]["provenance"]
+    assert prov["n_classes"] == n_classes and prov["label_mapping"] == mapping
+    assert prov["training_examples"] == ledger["dataset_size"] == n_train
+    loss = "softmax cross-entropy" if n_classes > 2 else "linear loss"
+    assert ledger["extra"]["sensitivity"]["loss"] == loss
+    assert len(ledger["extra"]["sensitivity"]["measurement_bounds"]) == (
+        n_classes if n_classes > 2 else 1)
+
+
+def test_train_digits_ten_classes_on_eight_qubits(capsys, tmp_path):
+    out, _, ledger = _train_outputs(capsys, tmp_path, "--dataset", "digits", "--classes", "all",
+                                    "--qubits", "8", "--test-size", "0.9")
+    assert "classes: 10; label mapping: '0' → 0, '1' → 1," in out and "'9' → 9" in out
+    sens = ledger["extra"]["sensitivity"]
+    assert len(sens["measurement_bounds"]) == 10 and sens["loss_grad_bounds"][0] == 2 * 3.0
+    assert ledger["extra"]["clipping"]["mode"] == "public"
+    assert ledger["extra"]["clipping"]["initial_clip_norm"] <= sens["delta"]
+
+
+def test_train_digits_ten_classes_needs_qubits(capsys, tmp_path):
+    code = main([*_MULTI_ARGS, "--dataset", "digits", "--classes", "all",
+                 "--output-dir", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2 and "`--classes` must be between 2 and 2 * n_qubits - 1 = 7" in err
+    assert "Found n_classes=10; use at least 6 qubits." in err
+
+
+def test_train_csv_string_labels_and_feature_range(capsys, tmp_path):
+    rng = np.random.default_rng(0)
+    lines = ["width,species,height,depth"]
+    for i in range(90):
+        k = i % 3
+        lines.append(f"{rng.uniform(0, 4) + 3 * k:.3f},{('oak', 'ash', 'elm')[k]},"
+                     f"{rng.uniform(0, 10):.3f},{rng.uniform(-1, 1):.3f}")
+    path = tmp_path / "trees.csv"
+    path.write_text("\n".join(lines) + "\n")
+    out, _, ledger = _train_outputs(
+        capsys, tmp_path, "--dataset", "csv", "--csv", str(path), "--label-column", "species",
+        "--feature-range", "0:12,0:10,-1:1", "--qubits", "3", "--classes", "oak,ash,elm")
+    assert "classes: 3; label mapping: 'oak' → 0, 'ash' → 1, 'elm' → 2" in out
+    assert ledger["extra"]["provenance"]["feature_ranges"] == [[0, 12], [0, 10], [-1, 1]]
+    # one range for every column, sorted labels by default
+    capsys.readouterr()
+    code = main([*_MULTI_ARGS, "--dataset", "csv", "--csv", str(path), "--label-column",
+                 "species", "--feature-range=-1:12", "--qubits", "2", "--output-dir",
+                 str(tmp_path / "r2")])  # a negative LO needs the = form (argparse)
+    out = capsys.readouterr().out
+    assert code == 0 and "label mapping: 'ash' → 0, 'elm' → 1, 'oak' → 2" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--feature-range", "1:0"], "argument --feature-range: needs finite LO < HI in every pair"),
+    (["--feature-range", "a:b"], "argument --feature-range: must be LO:HI or LO1:HI1,LO2:HI2"),
+    (["--classes", "setosa"], "argument --classes: must be two classes NEGATIVE,POSITIVE, "
+                              "three or more A,B,C,... or 'all'"),
+    (["--feature-range", "0:1,0:2"], "`--feature-range` must be a pair (low, high) or a "
+                                     "sequence of 4 pairs"),
+    (["--loss", "linear"], "`--loss`='linear' is for two classes"),
+])
+def test_train_multiclass_flag_errors(capsys, tmp_path, argv, message):
+    code = main([*_MULTI_ARGS, "--dataset", "iris", *argv, "--output-dir", str(tmp_path / "r")])
+    assert code == 2 and message in capsys.readouterr().err

@@ -199,3 +199,55 @@ def test_exact_law_multi_output_has_the_device_joint_law():
         ref = exact(x[:1])[0].numpy()
     np.testing.assert_allclose(ev_e.outputs.numpy().mean(0), ref,
                                atol=Z / np.sqrt(shots * reps))
+
+
+# ----------------------------------------------------------------------------- training job
+_TINY = dict(dataset="iris", qubits=4, layers=1, epochs=1, shots=100, seed=1,
+             secure_mode=False, test_size=0.8, device="default.qubit")
+
+
+@pytest.mark.parametrize("clip", ["certified", "public", 0.5])
+def test_train_multiclass_clip_modes(clip):
+    from pennylane_qshiftdp.training import TrainConfig, train
+
+    with pytest.warns(Warning):  # q = 1 on 30 examples: no amplification by sampling
+        r = train(TrainConfig(**_TINY, max_grad_norm=clip), progress=False)
+    assert r.n_classes == 3 and 0.0 <= r.test_accuracy <= 1.0 and 0 < r.epsilon <= 1.0
+    assert r.label_mapping == "'setosa' → 0, 'versicolor' → 1, 'virginica' → 2"
+    for rec in r.step_records:
+        assert rec["certified_bound_violations"] == 0
+        assert rec["artificial_variance_mean"] == pytest.approx(rec["target_variance"])
+    if clip == "certified":
+        # Δ = L1 · max_m Δ_m with L1 = 2s (s = 3): Δ_m = ‖B_m‖ over the 12 weights
+        assert r.step_records[0]["clip_norm"] == pytest.approx(
+            2 * 3.0 * math.sqrt(sum(1.0 for _ in range(12))), rel=1e-9)
+    if clip == 0.5:  # DP-SGD: the clip alone bounds the sensitivity, no loss bound used
+        assert r.step_records[0]["clip_norm"] == 0.5
+    else:
+        assert "softmax cross-entropy" in r.statement
+
+
+def test_train_multiclass_accuracy_is_argmax_and_non_private_learns():
+    from pennylane_qshiftdp.data import load_dataset
+    from pennylane_qshiftdp.training import TrainConfig, _accuracy, train
+
+    r = train(TrainConfig(dataset="iris", epsilon=math.inf, epochs=15, lr=0.5, seed=0,
+                          secure_mode=False, device="default.qubit"), progress=False)
+    assert r.test_accuracy >= 0.7  # chance is 1/3
+    m = QuantumClassifier(4, 2, device="default.qubit", shots=None, n_classes=3)
+    m.qlayer.weights.data = torch.as_tensor(r.weights)
+    ds = load_dataset("iris")
+    x, y = torch.as_tensor(ds.X_test), torch.as_tensor(ds.y_test)
+    with torch.no_grad():
+        expected = float((m(x).argmax(1).double() == y).double().mean())
+    assert _accuracy(m, x, y) == expected == pytest.approx(r.test_accuracy)
+
+
+def test_train_multiclass_refusals():
+    from pennylane_qshiftdp.training import TrainConfig, train
+
+    with pytest.raises(ValueError, match=re.escape("`credit`='adaptive' supports one output")):
+        train(TrainConfig(**_TINY, credit="adaptive", beta=1e-3), progress=False)
+    with pytest.raises(ValueError, match=re.escape("`loss`='cross_entropy' needs at least 3")):
+        train(TrainConfig(**{**_TINY, "dataset": "digits"}, loss="cross_entropy"),
+              progress=False)
