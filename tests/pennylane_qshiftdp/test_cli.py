@@ -301,7 +301,7 @@ def test_train_digits_ten_classes_on_eight_qubits(capsys, tmp_path):
                                     "--qubits", "8", "--test-size", "0.9")
     assert "classes: 10; label mapping: '0' → 0, '1' → 1," in out and "'9' → 9" in out
     sens = ledger["extra"]["sensitivity"]
-    assert len(sens["measurement_bounds"]) == 10 and sens["loss_grad_bounds"][0] == 2 * 3.0
+    assert len(sens["measurement_bounds"]) == 10 and sens["loss_grad_bounds"][0] == 2 * 5.0
     assert ledger["extra"]["clipping"]["mode"] == "public"
     assert ledger["extra"]["clipping"]["initial_clip_norm"] <= sens["delta"]
 

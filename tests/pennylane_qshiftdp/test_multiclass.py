@@ -218,9 +218,11 @@ def test_train_multiclass_clip_modes(clip):
         assert rec["certified_bound_violations"] == 0
         assert rec["artificial_variance_mean"] == pytest.approx(rec["target_variance"])
     if clip == "certified":
-        # Δ = L1 · max_m Δ_m with L1 = 2s (s = 3): Δ_m = ‖B_m‖ over the 12 weights
-        assert r.step_records[0]["clip_norm"] == pytest.approx(
-            2 * 3.0 * math.sqrt(sum(1.0 for _ in range(12))), rel=1e-9)
+        # Δ = L1 · max_m Δ_m with L1 = 2s (s = 5 by default); Δ_m = ‖B_m‖ = √12: each of
+        # the 12 weights (1 layer × 4 qubits × 3) enters one Rot angle, |b| = 1 for every
+        # readout (its light cone covers all qubits after one entangling layer)
+        assert r.step_records[0]["clip_norm"] == pytest.approx(2 * 5.0 * math.sqrt(12),
+                                                               rel=1e-9)
     if clip == 0.5:  # DP-SGD: the clip alone bounds the sensitivity, no loss bound used
         assert r.step_records[0]["clip_norm"] == 0.5
     else:
