@@ -15,6 +15,7 @@ shots of one circuit.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import pennylane as qml
@@ -25,7 +26,7 @@ from .shot_statistics import ShotRecorder
 from .transform import param_shift, validate_shots
 
 __all__ = ["HybridClassifier", "QuantumClassifier", "make_qnode", "max_classes",
-           "readout_observables"]
+           "neutral_readout_wire", "readout_observables"]
 
 
 def max_classes(n_qubits: int) -> int:
@@ -47,7 +48,8 @@ def readout_observables(n_qubits: int, n_classes: int) -> list:
 
     Args:
         n_qubits: number of qubits :math:`n \ge 1`.
-        n_classes: number of classes :math:`2 \le K \le 2n - 1` (:func:`max_classes`).
+        n_classes: number of classes :math:`2 \le K \le \max(2, 2n - 1)` (:func:`max_classes`;
+            the binary readout needs one qubit).
 
     Returns:
         list: the observables, one per output (one for :math:`K = 2`).
@@ -63,7 +65,7 @@ def readout_observables(n_qubits: int, n_classes: int) -> list:
     """
     n = check_positive_int(n_qubits, "n_qubits")
     k = check_positive_int(n_classes, "n_classes")
-    if k < 2 or k > max_classes(n):
+    if k < 2 or (k > 2 and k > max_classes(n)):  # binary: one readout, any n
         raise ValueError(
             f"`n_classes` must be between 2 and 2 * n_qubits - 1 = {max_classes(n)} "
             f"(n_qubits = {n}: {n} single-qubit Z readouts and {n - 1} neighbouring ZZ pairs). "
@@ -139,6 +141,50 @@ def make_qnode(n_qubits: int, layers: int, *, device: str = "lightning.qubit",
     return qml.set_shots(qnode, shots=shots)
 
 
+@functools.lru_cache(maxsize=32)
+def neutral_readout_wire(n_qubits: int, layers: int) -> int:
+    r"""The wire whose last-layer rotation makes the binary readout start at zero.
+
+    With every weight zero, the circuit (real ``RY`` embedding, identity rotations, CNOTs)
+    keeps a real state :math:`|\psi(x)\rangle`. Setting the last layer's rotation on wire
+    :math:`w` to :math:`\mathrm{Rot}(\pi/2, \pi/2, 0)` turns :math:`Z` on that wire into
+    :math:`\pm Y`; if :math:`w` lies in the support of the Heisenberg image of :math:`Z_0`
+    under the last CNOT block, the readout becomes :math:`\langle\psi(x)|P|\psi(x)\rangle`
+    for a Pauli string :math:`P` with one :math:`Y`, which vanishes on every real state: the
+    classifier starts at :math:`f(x) = 0` for every input — neither right nor inverted. (Derived
+    here.) Found by evaluating the analytic circuit at 8 seeded random inputs of
+    :math:`[0, \pi]^n` for each wire in turn (no data involved).
+
+    Args:
+        n_qubits: number of qubits, ≥ 1.
+        layers: number of StronglyEntanglingLayers, ≥ 1.
+
+    Returns:
+        int: the first wire :math:`w` with :math:`\max_x |f(x)| < 10^{-9}`.
+
+    Raises:
+        RuntimeError: if no wire neutralises the readout (not the case for this circuit).
+
+    Example:
+        >>> neutral_readout_wire(4, 2)
+        2
+    """
+    check_positive_int(n_qubits, "n_qubits")
+    check_positive_int(layers, "layers")
+    qnode = make_qnode(n_qubits, layers, device="default.qubit", shots=None)
+    gen = torch.Generator().manual_seed(0)
+    x = torch.rand(8, n_qubits, generator=gen, dtype=torch.float64) * math.pi
+    for wire in range(n_qubits):
+        w = torch.zeros(layers, n_qubits, 3, dtype=torch.float64)
+        w[-1, wire, 0] = w[-1, wire, 1] = math.pi / 2
+        with torch.no_grad():
+            f = torch.as_tensor(qnode(x, w))
+        if float(f.abs().max()) < 1e-9:
+            return wire
+    raise RuntimeError(f"No last-layer rotation neutralises the readout of a {n_qubits}-qubit, "
+                       f"{layers}-layer circuit.")
+
+
 class QuantumClassifier(torch.nn.Module):
     r"""Angle embedding + StronglyEntanglingLayers classifier (a ``TorchLayer``).
 
@@ -154,10 +200,18 @@ class QuantumClassifier(torch.nn.Module):
         init_scale: standard deviation of the near-identity weight initialisation.
         init_seed: seed of the weight initialisation.
         n_classes: number of classes :math:`K`, from 2 to :math:`2n - 1`.
+        init: ``"neutral"`` (binary default): near-identity weights plus the last-layer
+            rotation of :func:`neutral_readout_wire` set to :math:`(\pi/2, \pi/2, \cdot)`, so
+            that :math:`f(x) \approx 0` for every input at the start (with a near-identity
+            start the untrained classifier is a fixed function of the first feature, which can
+            be the task inverted: digits 0 vs 1 starts at 2 % accuracy and DP noise can leave
+            it stuck); ``"small"``: near-identity weights only (multi-class default, where the
+            readouts cannot all start at zero). ``"auto"`` picks by ``n_classes``.
 
     Raises:
         ValueError: for ``n_classes`` outside :math:`[2, 2n - 1]` (names ``n_classes`` and
-            ``n_qubits``) or a negative ``init_scale``.
+            ``n_qubits``), a negative ``init_scale``, an unknown ``init`` or
+            ``init="neutral"`` with ``n_classes`` ≥ 3.
 
     Example:
         >>> model = QuantumClassifier(2, 1, device="default.qubit", shots=None, init_scale=0.0)
@@ -171,9 +225,16 @@ class QuantumClassifier(torch.nn.Module):
     def __init__(self, n_qubits: int = 4, layers: int = 2, *, device: str = "lightning.qubit",
                  shots: int | None = 1000, seed: int | None = None,
                  recorder: ShotRecorder | None = None, init_scale: float = 0.01,
-                 init_seed: int = 0, depolarizing: float = 0.0, n_classes: int = 2):
+                 init_seed: int = 0, depolarizing: float = 0.0, n_classes: int = 2,
+                 init: str = "auto"):
         super().__init__()
         check_nonnegative_float(init_scale, "init_scale")
+        if init not in ("auto", "neutral", "small"):
+            raise ValueError(f"`init` must be 'auto', 'neutral' or 'small'. Found {init!r}.")
+        if init == "neutral" and n_classes != 2:
+            raise ValueError(f"`init='neutral'` is for the binary readout (n_classes=2). Found "
+                             f"n_classes={n_classes!r}; use init='small'.")
+        neutral = init == "neutral" or (init == "auto" and n_classes == 2)
         self.n_qubits, self.layers, self.shots = n_qubits, layers, shots
         self.depolarizing = depolarizing
         self.qnode = make_qnode(n_qubits, layers, device=device, shots=shots, seed=seed,
@@ -186,6 +247,8 @@ class QuantumClassifier(torch.nn.Module):
         def init(tensor):
             with torch.no_grad():
                 tensor.copy_(torch.randn(tensor.shape, generator=gen) * init_scale)
+                if neutral:
+                    tensor[-1, neutral_readout_wire(n_qubits, layers), :2] = math.pi / 2
             return tensor
 
         self.qlayer = qml.qnn.TorchLayer(self.qnode, {"weights": (layers, n_qubits, 3)},
