@@ -9,9 +9,22 @@ bounded by
 .. math::
 
     G(\theta_t) = \sup_{x \in [a, b]^n} \min\Big(L_1 \max_m \|\nabla_\theta f_m(x;\theta_t)\|_2,\;
-        L_2 \sqrt{\textstyle\sum_m \|\nabla_\theta f_m(x;\theta_t)\|_2^2}\Big),
+        L_2 \,\|J(x;\theta_t)\|_2\Big),
 
-a number that depends on the circuit, the declared input domain and :math:`\theta_t`, never on
+where :math:`J` is the :math:`M \times P` Jacobian with rows :math:`\nabla_\theta f_m` and
+:math:`\|J\|_2` its spectral norm: the per-example gradient is :math:`J^\top a` with
+:math:`a = \nabla_f\ell`, so :math:`\|J^\top a\|_2 \le \sum_m |a_m|\,\|\nabla_\theta f_m\|_2
+\le L_1 \max_m \|\nabla_\theta f_m\|_2` and :math:`\|J^\top a\|_2 \le \|J\|_2 \|a\|_2 \le L_2
+\|J\|_2`. Both hold for every admissible :math:`a` (every label and every output the loss's
+certified bounds cover), so at the evaluated points the bound is never below the analytic
+gradient any example can produce (shot-noise estimates may exceed it; they are then clipped);
+for one output :math:`\|J\|_2 = \|\nabla_\theta f\|_2`. (For several outputs the
+spectral norm replaces the Frobenius norm :math:`\sqrt{\sum_m \|\nabla_\theta f_m\|^2}` used
+before: 4 to 17 % smaller for the 3- and 10-readout classifiers; the largest actual
+cross-entropy gradient over the labels is a further 20 to 40 % below, measured at the same
+points.)
+
+:math:`G(\theta_t)` depends on the circuit, the declared input domain and :math:`\theta_t`, never on
 the training data. :func:`domain_gradient_bound` estimates it by evaluating the analytic
 Jacobian at random points of the domain (and the box's corners and centre) and taking the
 largest value. The estimate may fall short of the supremum; that costs a little bias (a clip
@@ -99,8 +112,8 @@ def domain_gradient_bound(layer: qml.qnn.TorchLayer, *, input_range: tuple[float
     x = _points(n_in, low, high, samples, seed)
     jac = _domain_jacobian(analytic, layer.input_arg, x, names, shapes, sizes, flat)
     per_output = jac.norm(dim=2)  # ‖∇θ f_m(x)‖ per point and output
-    bound = torch.minimum(l1 * per_output.max(dim=1).values,
-                          l2 * per_output.pow(2).sum(dim=1).sqrt())
+    spectral = torch.linalg.matrix_norm(jac, ord=2)  # ‖J(x)‖₂ per point
+    bound = torch.minimum(l1 * per_output.max(dim=1).values, l2 * spectral)
     return float(bound.max())
 
 
