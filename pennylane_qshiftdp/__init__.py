@@ -19,7 +19,7 @@ from .exceptions import (
     SensitivityError,
     UnsupportedMeasurementError,
 )
-from .models import HybridClassifier, QuantumClassifier, make_qnode
+from .models import HybridClassifier, QuantumClassifier, make_qnode, readout_observables
 from .noise import CREDIT_MODES, confidence_multiplier, shot_noise_credit
 from .optimizer import QShiftDPOptimizer
 from .public_clip import domain_gradient_bound
@@ -55,6 +55,7 @@ __all__ = [
     "load_dataset",
     "make_private",
     "make_qnode",
+    "readout_observables",
     "sensitivity",
     "shot_noise_credit",
     "train",
