@@ -312,8 +312,7 @@ def section_reliability(out, lines):
         return
     rows = []
     for stem, what in (("bench_reliability", "the job's defaults"),
-                       ("bench_reliability_certified", "certified clip (Δ), device sampling"),
-                       ("bench_reliability_public", "public clip, device sampling")):
+                       ("bench_reliability_certified", "certified clip (Δ)")):
         d, m = _load(out, stem)
         if d is None:
             continue
