@@ -1,4 +1,4 @@
-r"""Multi-class test accuracy: iris (3 classes), wine (3) and digits (10, 8 qubits) at ε ∈ {1, 4, ∞}.
+r"""Multi-class test accuracy: iris (3 classes), wine (3), digits (10, 8 qubits) at ε ∈ {1, 4, ∞}.
 
 Every run is ``training.train(TrainConfig(...))`` with the job's defaults (preprocessing
 'fixed' with the shipped feature ranges or the digits pooling grid, K commuting Pauli-Z

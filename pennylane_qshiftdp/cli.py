@@ -233,13 +233,14 @@ def _feature_range(text: str):
 
 #: Parameter names in library messages -> the ``qshiftdp train`` flag that sets them.
 _TRAIN_FLAGS = {"n_features": "--qubits", "name": "--dataset", "csv_path": "--csv",
-                "label_column": "--label-column", "classes": "--classes", "test_size": "--test-size",
-                "feature_range": "--feature-range", "n_classes": "--classes",
+                "label_column": "--label-column", "classes": "--classes",
+                "test_size": "--test-size", "feature_range": "--feature-range",
+                "n_classes": "--classes",
                 "loss": "--loss", "logit_scale": "--logit-scale",
                 "expected_batch_size": "--batch-size", "target_epsilon": "--epsilon",
                 "target_delta": "--delta", "epsilon": "--epsilon", "delta": "--delta",
-                "lr": "--lr", "shots": "--shots", "n_qubits": "--qubits", "layers": "--layers",
-                "beta": "--beta", "variance_floor": "--variance-floor",
+                "lr": "--lr", "shots": "--shots", "n_qubits": "--qubits", "qubits": "--qubits",
+                "layers": "--layers", "beta": "--beta", "variance_floor": "--variance-floor",
                 "max_grad_norm": "--max-grad-norm", "depolarizing": "--depolarizing",
                 "classical_max_grad_norm": "--classical-max-grad-norm",
                 "proven_epsilon_factor": "--proven-epsilon-factor", "epochs": "--epochs",

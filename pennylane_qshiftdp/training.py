@@ -283,6 +283,17 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
     if config.model not in ("quantum", "hybrid"):
         raise ValueError(f"`model` must be 'quantum' or 'hybrid'. Found {config.model!r}.")
     model_cls = QuantumClassifier if config.model == "quantum" else HybridClassifier
+    from .data import DIGITS_POOLING_GRIDS
+    from .models import max_classes
+
+    if data.n_classes > max_classes(config.qubits):
+        need = (data.n_classes + 2) // 2  # K <= 2n - 1
+        if config.dataset == "digits" and config.preprocessing == "fixed":
+            need = min(k for k in DIGITS_POOLING_GRIDS if k >= need)
+        raise ValueError(
+            f"`n_classes` = {data.n_classes} needs at least {need} qubits (K <= 2 * qubits - 1 "
+            f"readouts: one Z per qubit and one ZZ per neighbouring pair). Found "
+            f"`qubits`={config.qubits}.")
     loss_fn = make_loss(config.loss, data.n_classes, config.logit_scale)
     if data.n_classes > 2 and config.credit != "none":
         raise ValueError(f"`credit`={config.credit!r} supports one output per example; a "

@@ -310,8 +310,12 @@ def test_train_digits_ten_classes_needs_qubits(capsys, tmp_path):
     code = main([*_MULTI_ARGS, "--dataset", "digits", "--classes", "all",
                  "--output-dir", str(tmp_path / "r")])
     err = capsys.readouterr().err
-    assert code == 2 and "`--classes` must be between 2 and 2 * n_qubits - 1 = 7" in err
-    assert "Found n_classes=10; use at least 6 qubits." in err
+    assert code == 2 and "`--classes` = 10 needs at least 8 qubits (K <= 2 * qubits - 1" in err
+    assert "Found `--qubits`=4." in err
+    code = main([*_MULTI_ARGS, "--dataset", "iris", "--qubits", "1", "--feature-range", "0:8",
+                 "--output-dir", str(tmp_path / "r2")])
+    err = capsys.readouterr().err
+    assert code == 2 and "`--classes` = 3 needs at least 2 qubits" in err
 
 
 def test_train_csv_string_labels_and_feature_range(capsys, tmp_path):
