@@ -211,11 +211,17 @@ def _seed_for(seed, epoch, stream):
 
 def _accuracy(model, x, y):
     """Fraction of correct predictions: sign for one output (labels ±1), else argmax."""
+    return _evaluate(model, x, y)[0]
+
+
+def _evaluate(model, x, y, loss_fn=None):
+    """Test accuracy and, with ``loss_fn``, the mean test loss, from one forward pass."""
     with torch.no_grad():
         out = model(x)
         pred = (torch.where(out >= 0, 1.0, -1.0) if out.ndim == 1
                 else out.argmax(dim=1).to(y.dtype))
-    return float((pred == y).double().mean())
+        loss = float(loss_fn(out, y).mean()) if loss_fn is not None and len(y) else None
+    return float((pred == y).double().mean()), loss
 
 
 def make_loss(name: str, n_classes: int, logit_scale: float = 5.0):
@@ -441,12 +447,12 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
         training_shots += int(tracker.totals.get("shots", 0) if sampling == "device" else
                               tracker.totals.get("executions", 0) * (shots or 0))
         eval_model.load_state_dict(model.state_dict())
-        acc = _accuracy(eval_model, x_test, y_test)
+        acc, test_loss = _evaluate(eval_model, x_test, y_test, loss_fn)
         row = {"epoch": epoch + 1, "steps": (epoch + 1) * len(train_loader) if not private
                else len(records),
                "epsilon": opt.ledger.epsilon if private else math.inf,
                "credited_epsilon": opt.ledger.credited_epsilon if private else math.inf,
-               "test_accuracy": acc, "training_shots": training_shots,
+               "test_accuracy": acc, "test_loss": test_loss, "training_shots": training_shots,
                "elapsed_s": time.perf_counter() - t0}
         metrics.append(row)
         bar.set_postfix(acc=f"{acc:.3f}", eps=f"{row['epsilon']:.3f}")
@@ -518,40 +524,54 @@ def write_outputs(result: TrainResult, ledger: PrivacyLedger | None, out_dir: Pa
             writer = csv.DictWriter(fh, fieldnames=list(result.metrics[0]))
             writer.writeheader()
             writer.writerows(result.metrics)
-    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+    fig, ax = plt.subplots(1, 3, figsize=(14, 4))
     steps_at_epoch = [m["steps"] or 0 for m in result.metrics]
-    ax[0].plot(steps_at_epoch, [m["test_accuracy"] for m in result.metrics], "o-")
-    ax[0].set(xlabel="steps", ylabel="test accuracy", title="Test accuracy")
+    ax[0].plot(steps_at_epoch, [m["test_accuracy"] for m in result.metrics], "o-",
+               label="test accuracy")
+    ax[0].axhline(1.0 / max(result.n_classes, 2), ls="-.", c="grey",
+                  label=f"chance (1/{max(result.n_classes, 2)})")
+    ax[0].set(xlabel="steps", ylabel="test accuracy", title="Test accuracy", ylim=(0, 1.02))
+    ax[0].legend(fontsize=7, loc="lower right")
+    losses = [(st, m.get("test_loss")) for st, m in zip(steps_at_epoch, result.metrics,
+                                                         strict=True)
+              if m.get("test_loss") is not None]
+    if losses:
+        ax[1].plot(*zip(*losses, strict=True), "o-")
+    ax[1].set(xlabel="steps", ylabel="mean test loss", title="Test loss (held-out split)")
     if records:
         steps = [r["step"] for r in records]
-        ax[1].plot(steps, [r["epsilon"] for r in records],
+        ax[2].plot(steps, [r["epsilon"] for r in records],
                    label="proven ε (noise actually added)")
         if credit:
-            ax[1].plot(steps, [r["credited_epsilon"] for r in records], "--",
+            ax[2].plot(steps, [r["credited_epsilon"] for r in records], "--",
                        label="credited ε (Gaussian approximation of shot noise)")
-        ax[1].legend(fontsize=7)
+        ax[2].legend(fontsize=7)
     else:
-        ax[1].text(0.5, 0.5, "non-private run: ε = ∞", ha="center", va="center",
-                   transform=ax[1].transAxes)
-    ax[1].set(xlabel="steps", ylabel="ε spent (nats)", title="Privacy spent")
+        ax[2].text(0.5, 0.5, "non-private run: ε = ∞", ha="center", va="center",
+                   transform=ax[2].transAxes)
+    ax[2].set(xlabel="steps", ylabel="ε spent (nats)", title="Privacy spent")
     fig.tight_layout()
     fig.savefig(out_dir / "accuracy_epsilon.png", dpi=100)
     plt.close(fig)
-    fig, ax = plt.subplots(figsize=(6, 4))
-    if records:
-        s = [r["step"] for r in records]
-        ax.plot(s, [r["artificial_variance_mean"] for r in records], "o-", ms=3,
-                label="Gaussian noise added (mean per coordinate)")
+    # The noise plot only where it carries information: the added variance changes between
+    # steps (a clip norm that follows the weights or the quantile, or a credit mode); with the
+    # certified clip it is the constant σ²C² printed in the statement.
+    noise = (out_dir / "noise.png")
+    variances = [r["artificial_variance_mean"] for r in records
+                 if r.get("artificial_variance_mean") is not None]
+    if variances and max(variances) - min(variances) > 1e-12 * max(variances):
+        fig, ax = plt.subplots(figsize=(6, 4))
+        ax.plot([r["step"] for r in records if r.get("artificial_variance_mean") is not None],
+                variances, "o-", ms=3, label="Gaussian noise added (mean per coordinate)")
         ax.axhline(records[0]["target_variance"], ls="--", c="k", label="σ²C² (planned)")
-        ax.set_ylim(0, 1.1 * max(r["target_variance"] for r in records))
+        ax.set_ylim(0, 1.1 * max(max(variances), records[0]["target_variance"]))
         ax.legend(fontsize=7, loc="lower right")
-    else:
-        ax.text(0.5, 0.5, "non-private run: no noise", ha="center", va="center",
-                transform=ax.transAxes)
-    ax.set(xlabel="step", ylabel="variance per coordinate", title="Noise added per step")
-    fig.tight_layout()
-    fig.savefig(out_dir / "noise.png", dpi=100)
-    plt.close(fig)
+        ax.set(xlabel="step", ylabel="variance per coordinate", title="Noise added per step")
+        fig.tight_layout()
+        fig.savefig(noise, dpi=100)
+        plt.close(fig)
+    elif noise.exists():
+        noise.unlink()  # a resumed run that no longer varies: no stale plot
     if diagnostics and result.step_records:
         _diagnostics_figure(result.step_records, out_dir / "diagnostics.png", plt)
 

@@ -26,6 +26,29 @@ def test_train_writes_outputs_and_respects_budget(tmp_path):
         assert rec["certified_bound_violations"] == 0
 
 
+def test_test_loss_curve_and_noise_plot_only_when_noise_varies(tmp_path):
+    import torch
+
+    from pennylane_qshiftdp.data import load_dataset
+    from pennylane_qshiftdp.losses import LinearLoss
+    from pennylane_qshiftdp.models import QuantumClassifier
+
+    cfg = TrainConfig(**TINY, max_grad_norm="certified", output_dir=str(tmp_path / "c"))
+    r = train(cfg, progress=False)
+    # the certified clip adds the same σ²Δ² at every step: no noise plot
+    assert not (tmp_path / "c" / "noise.png").exists()
+    assert (tmp_path / "c" / "accuracy_epsilon.png").exists()
+    # the last epoch's test loss is the mean linear loss of the final weights on the test split
+    data = load_dataset("digits", n_features=2, seed=3, test_size=cfg.test_size)
+    model = QuantumClassifier(2, 1, device="default.qubit", shots=None)
+    with torch.no_grad():
+        model.qlayer.weights.copy_(torch.as_tensor(r.weights))
+        out = model(torch.as_tensor(data.X_test))
+    expected = float(LinearLoss()(out, torch.as_tensor(data.y_test)).mean())
+    assert r.metrics[-1]["test_loss"] == pytest.approx(expected, rel=1e-6, abs=1e-9)
+    assert all(m["test_loss"] is not None for m in r.metrics)
+
+
 def test_resume_reproduces_uninterrupted_run(tmp_path):
     full = train(TrainConfig(**TINY, output_dir=str(tmp_path / "a")), progress=False)
     cfg = TrainConfig(**TINY, output_dir=str(tmp_path / "b"))
