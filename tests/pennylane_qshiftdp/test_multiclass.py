@@ -127,7 +127,9 @@ def test_certified_delta_is_never_exceeded_by_brute_force(n_qubits, n_classes, s
         norms = _per_example_grad_norms(m.qlayer, x, y, loss)
         largest = max(largest, float(norms.max()))
     assert largest <= delta * (1 + 1e-12)
-    assert largest > 0.05 * delta  # the search reaches a meaningful fraction of Δ
+    # with 1 shot the estimates reach the extremes: measured 0.65 Δ and 0.75 Δ here (0.79 Δ
+    # with 640 examples), so the check is not vacuous
+    assert largest > 0.5 * delta
 
 
 # ----------------------------------------------------------------------------- public clip
