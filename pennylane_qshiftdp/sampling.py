@@ -479,33 +479,23 @@ def _stacked_parameters(template, param_sets, beff):
     circuit) or a list with, per parameter, ``None`` (the same unbroadcast value everywhere) or
     an array ``(C·beff, ...)``; ``None`` overall if the circuits cannot share a broadcast tape.
     """
-    stacked, k = [], 0
-    for op in template.operations:
-        if not op.data:
-            stacked.append(None)
-            continue
+    def column(k, nd):
         try:
-            base = tuple(op.ndim_params)
-        except (AttributeError, NotImplementedError, TypeError):
-            return None
-        new = []
-        for j in range(len(op.data)):
-            try:
-                arr = np.stack([ps[k] for ps in param_sets])  # (C, ...) or (C, beff, ...)
-            except ValueError:  # shapes differ between circuits
+            arr = np.stack([ps[k] for ps in param_sets])  # (C, ...) or (C, beff, ...)
+        except ValueError:  # shapes differ between circuits
+            return _NO_MERGE
+        nd = arr.ndim - 1 if nd is None else nd
+        if arr.ndim == nd + 1:  # unbroadcast in every circuit
+            if np.all(arr == arr[:1]):
                 return None
-            k += 1
-            nd = base[j] if j < len(base) else arr.ndim - 1
-            if arr.ndim == nd + 1:  # unbroadcast in every circuit
-                if np.all(arr == arr[:1]):
-                    new.append(None)
-                    continue
-                new.append(np.repeat(arr, beff, axis=0) if beff > 1 else arr)
-            elif arr.ndim == nd + 2 and arr.shape[1] == beff:
-                new.append(arr.reshape(-1, *arr.shape[2:]))
-            else:
-                return None
-        stacked.append(None if all(d is None for d in new) else new)
+            return np.repeat(arr, beff, axis=0) if beff > 1 else arr
+        if arr.ndim == nd + 2 and arr.shape[1] == beff:
+            return arr.reshape(-1, *arr.shape[2:])
+        return _NO_MERGE
+
+    stacked, k = _stack_operations(template, column)
+    if stacked is None:
+        return None
     # Observable parameters (after the operations') must not vary between circuits.
     for k2 in range(k, len(param_sets[0])):
         first = np.asarray(param_sets[0][k2])
@@ -514,11 +504,15 @@ def _stacked_parameters(template, param_sets, beff):
     return stacked
 
 
-def _stacked_from_offsets(template, offsets, beff):
-    """:func:`_stacked_parameters` for the circuits ``template`` with every parameter moved
-    by the rows of ``offsets`` (per tape parameter an array ``(C, *shape)``, row ``c`` the
-    offset of circuit ``c``), without building one parameter list per circuit."""
-    base = template.get_parameters(trainable_only=False)
+#: A parameter column that cannot be merged into a broadcast tape.
+_NO_MERGE = object()
+
+
+def _stack_operations(template, column):
+    """Per operation of ``template``, ``None`` or the list of ``column(k, ndim)`` over its
+    parameters (``k``: the tape parameter index, ``ndim``: the gate's unbroadcast parameter
+    dimension or ``None``); returns ``(stacked, number of operation parameters)``, with
+    ``stacked`` ``None`` if a column is :data:`_NO_MERGE` or a gate has no ``ndim_params``."""
     stacked, k = [], 0
     for op in template.operations:
         if not op.data:
@@ -527,24 +521,40 @@ def _stacked_from_offsets(template, offsets, beff):
         try:
             nds = tuple(op.ndim_params)
         except (AttributeError, NotImplementedError, TypeError):
-            return None
+            return None, k
         new = []
         for j in range(len(op.data)):
-            b, off = np.asarray(base[k]), np.asarray(offsets[k])
+            col = column(k, nds[j] if j < len(nds) else None)
             k += 1
-            nd = nds[j] if j < len(nds) else b.ndim
-            if b.ndim == nd:  # unbroadcast
-                if not off.any():
-                    new.append(None)
-                    continue
-                arr = b[None] + off
-                new.append(np.repeat(arr, beff, axis=0) if beff > 1 else arr)
-            elif b.ndim == nd + 1 and b.shape[0] == beff:
-                arr = b[None] + off.reshape(off.shape[0], 1, *off.shape[1:])
-                new.append(arr.reshape(-1, *arr.shape[2:]))
-            else:
-                return None
+            if col is _NO_MERGE:
+                return None, k
+            new.append(col)
         stacked.append(None if all(d is None for d in new) else new)
+    return stacked, k
+
+
+def _stacked_from_offsets(template, offsets, beff):
+    """:func:`_stacked_parameters` for the circuits ``template`` with every parameter moved
+    by the rows of ``offsets`` (per tape parameter an array ``(C, *shape)``, row ``c`` the
+    offset of circuit ``c``), without building one parameter list per circuit."""
+    base = template.get_parameters(trainable_only=False)
+
+    def column(k, nd):
+        b, off = np.asarray(base[k]), np.asarray(offsets[k])
+        nd = b.ndim if nd is None else nd
+        if b.ndim == nd:  # unbroadcast
+            if not off.any():
+                return None
+            arr = b[None] + off
+            return np.repeat(arr, beff, axis=0) if beff > 1 else arr
+        if b.ndim == nd + 1 and b.shape[0] == beff:
+            arr = b[None] + off.reshape(off.shape[0], 1, *off.shape[1:])
+            return arr.reshape(-1, *arr.shape[2:])
+        return _NO_MERGE
+
+    stacked, k = _stack_operations(template, column)
+    if stacked is None:
+        return None
     if any(np.asarray(offsets[k2]).any() for k2 in range(k, len(base))):
         return None  # observable parameters must not vary between circuits
     return stacked
