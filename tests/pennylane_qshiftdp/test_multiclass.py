@@ -255,3 +255,21 @@ def test_train_multiclass_refusals():
     with pytest.raises(ValueError, match=re.escape("`loss`='cross_entropy' needs at least 3")):
         train(TrainConfig(**{**_TINY, "dataset": "digits"}, loss="cross_entropy"),
               progress=False)
+
+
+def test_public_clip_with_the_cross_entropy_loss_is_the_largest_actual_gradient():
+    """loss=SoftmaxCrossEntropyLoss: the bound is max over points and labels of the actual
+    analytic per-example gradient at those points, below the loss-free (norm) bound."""
+    from pennylane_qshiftdp.public_clip import _points
+
+    loss = SoftmaxCrossEntropyLoss(logit_scale=5.0)
+    m = _model(3, 2, 5, scale=0.8, seed=4)
+    kw = dict(input_range=(0.0, math.pi), n_inputs=3, samples=64, seed=9,
+              loss_grad_bounds=loss.grad_bounds(output_range=(-1, 1), num_outputs=5))
+    tight = domain_gradient_bound(m.qlayer, loss=loss, **kw)
+    loose = domain_gradient_bound(m.qlayer, **kw)
+    x = _points(3, 0.0, math.pi, 64, 9)
+    actual = max(float(_per_example_grad_norms(m.qlayer, x, torch.full((len(x),), c),
+                                               loss).max()) for c in range(5))
+    assert tight == pytest.approx(actual, rel=1e-9)
+    assert tight < loose
