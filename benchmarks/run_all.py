@@ -403,6 +403,20 @@ def section_clip(out, lines):
     _img(lines, "bench_clip", mode)
 
 
+def section_multiclass(out, lines):
+    data, mode = _section_start(out, lines, "14. Multi-class tasks", "bench_multiclass")
+    if data is None:
+        return
+    lines.append(
+        f"`qshiftdp train` defaults for K ≥ 3 classes ({mode}): preprocessing 'fixed' (the "
+        f"shipped, published feature ranges of iris and wine, rounded outward; the digits "
+        f"pooling grid), K commuting Pauli-Z readouts, softmax cross-entropy, public clip, "
+        f"Ns = 1000 exact-law, δ = 1e-5; seeded noise, seeds {data.get('seeds')} "
+        f"(digits: {data.get('seeds_digits')}); ε = ∞ is the non-private baseline. Chance: "
+        f"1/K and the majority class's share of the test split. {data.get('note') or ''}\n")
+    lines.append(data["markdown"] + "\n")
+
+
 def section_variance_bound(out, lines):
     data, mode = _section_start(out, lines, "9. Adaptive credit's variance bound",
                                 "bench_variance_bound")
@@ -737,6 +751,7 @@ def write_report(out: Path, report: Path, readme: Path | None = None) -> Path:
     section_shots(out, lines)
     section_step(out, lines)
     section_clip(out, lines)
+    section_multiclass(out, lines)
     section_missing(out, lines)
     report.write_text("\n".join(lines))
     if readme is not None and update_readme(readme, headline(out, lines)):
