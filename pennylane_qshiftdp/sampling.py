@@ -589,10 +589,139 @@ def _device_broadcasts_natively(device) -> bool:
                for t in pipeline)
 
 
-def _merged_tapes(template, stacked, num_circuits, measurements, max_amplitudes):
+def _light_cone(operations, measurements) -> list:
+    r"""The operations in the backward light cone of the measured wires.
+
+    Walking the circuit backwards from the wires the measurements read, an operation is kept
+    if it acts on a wire in the cone, whose wires then join it. A unitary acting only on wires
+    outside the cone of everything after it does not change the reduced state of the measured
+    wires (:math:`\mathrm{Tr}_{\bar M}[(I\otimes V)\rho(I\otimes V)^\dagger]
+    = \mathrm{Tr}_{\bar M}\rho` for :math:`V` on the traced-out wires), so every measurement
+    of those wires is unchanged. Derived here (elementary). The circuit is returned unchanged
+    if any operation is not unitary (has no matrix: channels, mid-circuit measurements, state
+    preparations) or a measurement reads all wires implicitly (``probs()``, ``state()``).
+    """
+    cone = set()
+    for mp in measurements:
+        if not len(mp.wires):
+            return list(operations)
+        cone.update(mp.wires)
+    if not all(op.has_matrix for op in operations):
+        return list(operations)
+    kept = []
+    for op in reversed(operations):
+        if cone.intersection(op.wires):
+            cone.update(op.wires)
+            kept.append(op)
+    return kept[::-1]
+
+
+def _fuse_single_qubit(operations) -> list:
+    r"""Runs of single-qubit gates on a wire, with nothing else on that wire between them,
+    replaced by one :class:`~pennylane.QubitUnitary` of their (broadcast) product.
+
+    A run :math:`U_1, \dots, U_k` (:math:`k \ge 2`) becomes :math:`U_k \cdots U_1`, placed
+    where the run ends; it commutes with the gates in between, which act on other wires. The
+    product is computed once per batch element with :func:`numpy.matmul` from PennyLane's
+    matrices of the gates, so a broadcast simulator applies one gate instead of :math:`k` (the
+    embedding rotation and the first trainable rotation of a layered model become one).
+    Single gates, gates whose parameters are not numpy arrays, and gates without a matrix
+    (channels, measurements) are kept as they are.
+    """
+    pending: dict = {}  # wire -> list of single-qubit gates not yet emitted
+    out = []
+
+    def flush(wire):
+        run = pending.pop(wire, None)
+        if not run:
+            return
+        if len(run) == 1:
+            out.append(run[0])
+            return
+        mat = _one_qubit_matrix(run[0])
+        for op in run[1:]:
+            m = _one_qubit_matrix(op)
+            mat = _matmul_2x2(m, mat)
+        out.append(qml.QubitUnitary(mat, wires=run[0].wires, unitary_check=False))
+
+    for op in operations:
+        if len(op.wires) == 1 and op.has_matrix and \
+                all(qml.math.get_interface(d) == "numpy" for d in op.data):
+            pending.setdefault(op.wires[0], []).append(op)
+            continue
+        for w in op.wires:
+            flush(w)
+        out.append(op)
+    for w in list(pending):
+        flush(w)
+    return out
+
+
+def _matmul_2x2(a, b):
+    """``a @ b`` for (stacks of) 2x2 matrices, entry by entry: numpy's matmul and einsum loop
+    over the stack one tiny product at a time."""
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    out = np.empty(shape, dtype=np.result_type(a, b))
+    for i in range(2):
+        for k in range(2):
+            out[..., i, k] = a[..., i, 0] * b[..., 0, k] + a[..., i, 1] * b[..., 1, k]
+    return out
+
+
+def _rotation_matrix(theta, generator):
+    """``exp(-i theta/2 P)`` for P in X, Y, Z, shape ``theta.shape + (2, 2)``."""
+    c, s = np.cos(theta / 2), np.sin(theta / 2)
+    m = np.empty(np.shape(theta) + (2, 2), dtype=complex)
+    if generator == "Z":
+        m[..., 0, 0], m[..., 1, 1] = c - 1j * s, c + 1j * s
+        m[..., 0, 1] = m[..., 1, 0] = 0.0
+    elif generator == "Y":
+        m[..., 0, 0] = m[..., 1, 1] = c
+        m[..., 0, 1], m[..., 1, 0] = -s, s
+    else:
+        m[..., 0, 0] = m[..., 1, 1] = c
+        m[..., 0, 1] = m[..., 1, 0] = -1j * s
+    return m
+
+
+def _one_qubit_matrix(op) -> np.ndarray:
+    """The (broadcast) matrix of a single-qubit gate, ``(2, 2)`` or ``(batch, 2, 2)``: closed
+    forms for RX, RY, RZ and Rot (PennyLane's conventions, checked against
+    :meth:`~pennylane.operation.Operator.matrix` in the tests), PennyLane's matrix otherwise.
+    """
+    if type(op) in (qml.RX, qml.RY, qml.RZ):
+        return _rotation_matrix(np.asarray(op.data[0], dtype=float), op.name[-1])
+    if type(op) is qml.Rot:  # RZ(omega) RY(theta) RZ(phi)
+        return _rot_matrix(*(np.asarray(d, dtype=float) for d in op.data))
+    return np.asarray(op.matrix(), dtype=complex)
+
+
+def _rot_matrix(phi, theta, omega):
+    """Broadcast matrix of ``Rot(phi, theta, omega)`` (shape ``batch + (2, 2)``)."""
+    c, s = np.cos(theta / 2), np.sin(theta / 2)
+    plus, minus = np.exp(-0.5j * (phi + omega)), np.exp(0.5j * (phi - omega))
+    shape = np.broadcast(phi, theta, omega).shape
+    m = np.empty(shape + (2, 2), dtype=complex)
+    m[..., 0, 0], m[..., 0, 1] = plus * c, -minus * s
+    m[..., 1, 0], m[..., 1, 1] = np.conj(minus) * s, np.conj(plus) * c
+    return m
+
+
+def _fuses_gates(device) -> bool:
+    """Whether merged tapes for ``device`` get :func:`_fuse_single_qubit`: on PennyLane's
+    Python simulators, where each broadcast gate is one ``einsum`` over the whole batch and a
+    :class:`~pennylane.QubitUnitary` is native. The exact classes only: a subclass could
+    attach noise per gate in its preprocessing, which fusing gates would change."""
+    return type(device) in (qml.devices.DefaultQubit, qml.devices.DefaultMixed)
+
+
+def _merged_tapes(template, stacked, num_circuits, measurements, max_amplitudes, *,
+                  fuse=False):
     """Analytic broadcast tapes running ``num_circuits`` circuits (their parameters
     ``stacked`` along the batch axis, see :func:`_stacked_parameters`), as
-    ``[(tape, number of circuits)]``; ``None`` if the circuits cannot be merged."""
+    ``[(tape, number of circuits)]``; ``None`` if the circuits cannot be merged. Operations
+    outside the measured wires' light cone are dropped (:func:`_light_cone`) and, with
+    ``fuse``, single-qubit runs fused (:func:`_fuse_single_qubit`)."""
     beff = template.batch_size or 1
     if stacked is None:
         return None
@@ -612,6 +741,9 @@ def _merged_tapes(template, stacked, num_circuits, measurements, max_amplitudes)
             if new_op.batch_size != (stop - start) * beff:
                 return None  # the gate does not broadcast
             ops.append(new_op)
+        ops = _light_cone(ops, measurements)
+        if fuse:
+            ops = _fuse_single_qubit(ops)
         chunks.append((qml.tape.QuantumScript(ops, measurements, shots=None), stop - start))
     return chunks
 
@@ -710,7 +842,8 @@ def _execute(template, param_sets, device, max_amplitudes=_MAX_MERGED_AMPLITUDES
         else:
             n_circ = len(param_sets)
             stacked = _stacked_parameters(template, param_sets, beff)
-        chunks = _merged_tapes(template, stacked, n_circ, analytic_mps, max_amplitudes)
+        chunks = _merged_tapes(template, stacked, n_circ, analytic_mps, max_amplitudes,
+                               fuse=_fuses_gates(device))
     if chunks is None and tapes is None and param_sets is None:
         base = template.get_parameters(trainable_only=False)
         n_circ = len(np.asarray(offsets[0])) if offsets else 1

@@ -10,6 +10,8 @@ import numpy as np
 import pennylane as qml
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 import pennylane_qshiftdp as qs
@@ -508,3 +510,102 @@ def test_user_gates_are_not_cached():
     # ⟨Z1⟩ = cos(x0 + w) cos(x1): d/dw = -sin(x0 + w) cos(x1)
     expected = -np.sin(x[:, 0].numpy() + w) * np.cos(x[:, 1].numpy())
     np.testing.assert_allclose(ev.jacobian[:, 0, 0].numpy(), expected, atol=1e-12)
+
+
+# --------------------------------------------------------------------------------------------
+# Light cone and single-qubit fusion of merged tapes
+# --------------------------------------------------------------------------------------------
+
+_ONE_QUBIT = [("RX", 1), ("RY", 1), ("RZ", 1), ("Rot", 3), ("Hadamard", 0), ("S", 0)]
+_TWO_QUBIT = ["CNOT", "CZ", "CRY"]
+
+
+@st.composite
+def _random_circuit(draw):
+    """Gates on 3 wires, each parameter broadcast over 5 elements or not."""
+    ops = []
+    for _ in range(draw(st.integers(1, 14))):
+        if draw(st.booleans()):
+            name, n_par = draw(st.sampled_from(_ONE_QUBIT))
+            wires = [draw(st.integers(0, 2))]
+        else:
+            name = draw(st.sampled_from(_TWO_QUBIT))
+            n_par = 1 if name == "CRY" else 0
+            wires = draw(st.lists(st.integers(0, 2), min_size=2, max_size=2, unique=True))
+        seed = draw(st.integers(0, 2**31))
+        rng = np.random.default_rng(seed)
+        params = [rng.uniform(-np.pi, np.pi, size=5) if draw(st.booleans())
+                  else float(rng.uniform(-np.pi, np.pi)) for _ in range(n_par)]
+        ops.append(getattr(qml, name)(*params, wires=wires))
+    measured = draw(st.lists(st.integers(0, 2), min_size=1, max_size=3, unique=True))
+    return ops, measured
+
+
+@settings(max_examples=60, deadline=None)
+@given(_random_circuit())
+def test_light_cone_and_fusion_leave_results_unchanged(circuit):
+    ops, measured = circuit
+    mps = [qml.probs(wires=measured), qml.expval(qml.X(measured[0]))]
+    dev = qml.device("default.qubit", wires=3)
+    reduced = sampling._fuse_single_qubit(sampling._light_cone(ops, mps))
+    full_tape = qml.tape.QuantumScript(ops, mps)
+    red_tape = qml.tape.QuantumScript(reduced, mps)
+    assert red_tape.batch_size in (full_tape.batch_size, None)
+    full, red = qml.execute([full_tape, red_tape], dev, diff_method=None)
+    for a, b in zip(full, red, strict=True):
+        np.testing.assert_allclose(np.broadcast_to(b, np.shape(a)), a, atol=1e-12)
+    assert len(reduced) <= len(ops)
+
+
+def test_light_cone_drops_gates_after_the_last_contact_only():
+    ops = [qml.RY(0.1, 0), qml.RY(0.2, 1), qml.RY(0.3, 2), qml.CNOT([0, 1]),
+           qml.CNOT([1, 2]), qml.RX(0.4, 1), qml.RX(0.5, 2)]
+    kept = sampling._light_cone(ops, [qml.expval(qml.Z(0))])
+    # CNOT(0, 1) is the last gate on wire 0 and pulls wire 1 in; after it nothing touches 0.
+    assert kept == ops[:2] + [ops[3]]
+    # Measuring wire 1: RX on 1, then CNOT(1, 2) pulls in wire 2 and CNOT(0, 1) wire 0, so
+    # only the final RX on wire 2 goes.
+    kept1 = sampling._light_cone(ops, [qml.probs(wires=[1])])
+    assert kept1 == ops[:6]
+    # Implicit all-wire measurements and non-unitary operations disable pruning.
+    assert sampling._light_cone(ops, [qml.probs()]) == ops
+    noisy = ops + [qml.DepolarizingChannel(0.1, wires=2)]
+    assert sampling._light_cone(noisy, [qml.expval(qml.Z(0))]) == noisy
+
+
+def test_fusion_merges_runs_and_keeps_barriers():
+    theta = np.linspace(0.1, 1.0, 4)
+    ops = [qml.RY(theta, 0), qml.Rot(theta, 0.2, 0.3, wires=0), qml.RX(0.5, 1),
+           qml.CNOT([0, 1]), qml.RZ(theta, 0), qml.DepolarizingChannel(0.1, wires=0),
+           qml.RZ(0.3, 0), qml.RX(0.2, 0)]
+    fused = sampling._fuse_single_qubit(ops)
+    names = [op.name for op in fused]
+    # RY·Rot on wire 0 -> one unitary; lone RX on 1 kept; RZ before the channel kept; the
+    # two gates after it fused.
+    assert names == ["QubitUnitary", "RX", "CNOT", "RZ", "DepolarizingChannel",
+                     "QubitUnitary"]
+    expected = qml.matrix(qml.Rot(theta, 0.2, 0.3, wires=0)) @ qml.matrix(qml.RY(theta, 0))
+    np.testing.assert_allclose(fused[0].matrix(), expected, atol=1e-15)
+    assert fused[0].batch_size == 4
+    # torch (trainable) parameters are never fused.
+    t = torch.tensor(0.3, requires_grad=True)
+    assert sampling._fuse_single_qubit([qml.RY(t, 0), qml.RX(t, 0)])[0].name == "RY"
+
+
+def test_fusion_only_on_pennylanes_python_simulators():
+    class _Sub(qml.devices.DefaultQubit):
+        pass
+
+    assert sampling._fuses_gates(qml.device("default.qubit"))
+    assert sampling._fuses_gates(qml.device("default.mixed", wires=1))
+    assert not sampling._fuses_gates(_Sub())
+    assert not sampling._fuses_gates(qml.device("lightning.qubit", wires=1))
+
+
+@pytest.mark.parametrize("op", [
+    qml.RX(np.linspace(-4, 4, 7), 0), qml.RY(np.linspace(-4, 4, 7), 0),
+    qml.RZ(np.linspace(-4, 4, 7), 0), qml.RZ(0.3, 0),
+    qml.Rot(np.linspace(-4, 4, 7), 0.3, np.linspace(0, 6, 7), wires=0),
+    qml.Rot(0.1, -2.0, 1.5, wires=0), qml.Hadamard(0), qml.PhaseShift(0.4, 0)])
+def test_one_qubit_matrices_are_pennylanes(op):
+    np.testing.assert_allclose(sampling._one_qubit_matrix(op), qml.matrix(op), atol=1e-15)
