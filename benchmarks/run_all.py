@@ -152,13 +152,19 @@ def section_training(out, lines):
         lines.append("*No result file yet.*\n")
         return
     c = data["config"]
-    lines.append(f"{mode} mode. One private epoch (Q-ShiftDP, ε = {c['epsilon']}) against one "
-                 f"non-private parameter-shift epoch: {c['dataset']}, {c['qubits']} qubits, "
+    qubits = c["qubits"] if isinstance(c["qubits"], int) else \
+        ", ".join(str(q) for q in c["qubits"])
+    lines.append(f"{mode} mode. One private epoch (Q-ShiftDP, ε = {c['epsilon']}; exact-law "
+                 f"shot sampling unless the table says otherwise) against one non-private "
+                 f"epoch with PennyLane's `qml.gradients.param_shift` (device sampling), "
+                 f"alternated in one process: {c['dataset']}, {qubits} qubits, "
                  f"{c['layers']} layers, expected batch {c['expected_batch_size']}, same Poisson "
-                 f"batches; ratio = private / non-private (median).\n")
-    lines.append(table(data["rows"], ["device", "shots", "credit", "n_train",
-                                      "median_private_s", "median_nonprivate_s", "median_ratio",
-                                      "private_samples_per_s", "nonprivate_samples_per_s"]) + "\n")
+                 f"batches; per-step seconds are epoch seconds over steps, ratio = private / "
+                 f"non-private (median over epochs).\n")
+    cols = ["qubits", "device", "shots", "credit", "shot_sampling", "n_train",
+            "private_step_s", "nonprivate_step_s", "median_ratio", "median_private_s",
+            "median_nonprivate_s", "private_samples_per_s", "nonprivate_samples_per_s"]
+    lines.append(table(data["rows"], [k for k in cols if k in data["rows"][0]]) + "\n")
     _img(lines, "bench_training", mode)
 
 

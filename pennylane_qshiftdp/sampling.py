@@ -36,8 +36,10 @@ containing TorchLayers (also the module returned by :func:`~pennylane_qshiftdp.m
 
 The forward circuit and all shifted circuits are then executed *analytically* (copies with
 ``shots=None``, still one :func:`pennylane.execute` call; on a device that simulates broadcast
-tapes at once, such as default.qubit, they are merged into a few broadcast tapes) and every
-estimate is drawn with one vectorised draw per measurement group. The draws come from the
+tapes at once, such as default.qubit, they are merged into a few broadcast tapes, from which
+gates outside the measured wires' light cone are dropped and, on default.qubit and
+default.mixed, runs of single-qubit gates are fused into one broadcast unitary: both exact) and
+every estimate is drawn with one vectorised draw per measurement group. The draws come from the
 device's own numpy ``Generator`` (``device._rng`` of default.qubit, lightning.qubit and
 default.mixed), so the device seed and per-epoch reseeding (the training job's ``--resume``)
 repeat them exactly; a device without one (hardware, remote simulators) is refused. As with

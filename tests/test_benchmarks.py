@@ -62,8 +62,13 @@ def test_bench_qprldp(tmp_path):
 def test_bench_training(tmp_path):
     _module("bench_training").main(["--tiny", "--out", str(tmp_path)])
     data = _result(tmp_path, "bench_training_quick", ["rows", "config"])
-    assert {"median_ratio", "private_samples_per_s",
-            "nonprivate_samples_per_s"} <= set(data["rows"][0])
+    row = data["rows"][0]
+    assert {"median_ratio", "private_samples_per_s", "nonprivate_samples_per_s",
+            "private_step_s", "nonprivate_step_s"} <= set(row)
+    assert row["qubits"] == 4 and row["shot_sampling"] == "exact_law"
+    # per-step seconds are the epoch seconds spread over the same number of steps
+    assert row["private_step_s"] / row["nonprivate_step_s"] == pytest.approx(
+        row["median_private_s"] / row["median_nonprivate_s"], rel=1e-9)
 
 
 @pytest.mark.slow

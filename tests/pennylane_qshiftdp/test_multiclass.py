@@ -152,23 +152,9 @@ def test_public_clip_bounds_the_actual_cross_entropy_gradients():
 
 
 # ----------------------------------------------------------------------------- exact law
-def _two_sample_chi2(a, b) -> float:
-    from scipy import stats
-
-    values = np.round(np.concatenate([a, b]), 9)
-    cats, inv = np.unique(values, return_inverse=True)
-    ca = np.bincount(inv[:len(a)], minlength=len(cats))
-    cb = np.bincount(inv[len(a):], minlength=len(cats))
-    small = (ca + cb) < 10
-    if small.any():
-        ca = np.append(ca[~small], ca[small].sum())
-        cb = np.append(cb[~small], cb[small].sum())
-    table = np.stack([ca, cb])
-    table = table[:, table.sum(0) > 0]
-    return 1.0 if table.shape[1] < 2 else float(stats.chi2_contingency(table)[1])
 
 
-def test_exact_law_multi_output_has_the_device_joint_law():
+def test_exact_law_multi_output_has_the_device_joint_law(two_sample_chi2):
     """The K readouts of one circuit share its shots: under exact-law sampling their joint law
     (and each shifted circuit's first gradient entry) equals default.qubit's own sampling."""
     reps, shots = 400, 5
@@ -189,10 +175,10 @@ def test_exact_law_multi_output_has_the_device_joint_law():
         key = np.rint((out + 1) * shots / 2)  # 0..shots per readout
         return key[:, 0] * 36 + key[:, 1] * 6 + key[:, 3]
 
-    assert _two_sample_chi2(joint(ev_d.outputs.numpy()), joint(ev_e.outputs.numpy())) > ALPHA
+    assert two_sample_chi2(joint(ev_d.outputs.numpy()), joint(ev_e.outputs.numpy())) > ALPHA
     for k in range(5):
-        assert _two_sample_chi2(ev_d.outputs[:, k].numpy(), ev_e.outputs[:, k].numpy()) > ALPHA
-        assert _two_sample_chi2(ev_d.jacobian[:, k, 0].numpy(),
+        assert two_sample_chi2(ev_d.outputs[:, k].numpy(), ev_e.outputs[:, k].numpy()) > ALPHA
+        assert two_sample_chi2(ev_d.jacobian[:, k, 0].numpy(),
                                 ev_e.jacobian[:, k, 0].numpy()) > ALPHA
     # means within CLT bounds of the analytic readouts (sd ≤ 1/sqrt(shots · reps))
     exact = _model(3, 1, 5, shots=None, seed=12, scale=1.0)

@@ -67,22 +67,6 @@ def _recorded(layer, x, recorder):
                                               "fourth_moment")}
 
 
-def _two_sample_chi2(a, b) -> float:
-    """p-value of the chi-square test that two samples of discrete values share a law
-    (categories with fewer than 10 pooled observations are merged into one)."""
-    values = np.round(np.concatenate([a, b]), 9)
-    cats, inv = np.unique(values, return_inverse=True)
-    ca = np.bincount(inv[:len(a)], minlength=len(cats))
-    cb = np.bincount(inv[len(a):], minlength=len(cats))
-    small = (ca + cb) < 10
-    if small.any():
-        ca = np.append(ca[~small], ca[small].sum())
-        cb = np.append(cb[~small], cb[small].sum())
-    table = np.stack([ca, cb])
-    table = table[:, table.sum(0) > 0]
-    if table.shape[1] < 2:
-        return 1.0
-    return float(stats.chi2_contingency(table)[1])
 
 
 def _analytic_means(layer, x, monkeypatch):
@@ -105,7 +89,7 @@ def _analytic_means(layer, x, monkeypatch):
 
 
 @pytest.mark.parametrize("shots", [10, 3])
-def test_recorded_statistics_have_the_device_law(shots, monkeypatch):
+def test_recorded_statistics_have_the_device_law(shots, monkeypatch, two_sample_chi2):
     """Per shifted circuit, the law of the recorded mean, variance and fourth moment under
     exact-law sampling equals default.qubit's own sampling (and the exact binomial law)."""
     x = _inputs(REPS)
@@ -120,7 +104,7 @@ def test_recorded_statistics_have_the_device_law(shots, monkeypatch):
         sa, sb = a["tape_index"] == t, b["tape_index"] == t
         assert sa.sum() == sb.sum() == REPS
         for field in ("mean", "variance", "fourth_moment"):
-            p = _two_sample_chi2(a[field][sa], b[field][sb])
+            p = two_sample_chi2(a[field][sa], b[field][sb])
             assert p > ALPHA, (t, field, p)
         # variance and fourth moment are those of a two-valued sample with the drawn mean
         var, m4 = two_point_moments(b["mean"][sb], shots, -1.0, 1.0)
@@ -145,19 +129,19 @@ def test_recorded_statistics_have_the_device_law(shots, monkeypatch):
             assert abs(est.var(ddof=1) - sigma2) <= Z * np.sqrt(4 * sigma2 / REPS) + 1e-12
 
 
-def test_law_test_has_power():
+def test_law_test_has_power(two_sample_chi2):
     """The two-sample test used above rejects a wrong law (Ns = 10, p off by 0.1)."""
     rng = np.random.default_rng(0)
     right = (2 * rng.binomial(10, 0.5, REPS) - 10) / 10
     wrong = (2 * rng.binomial(10, 0.6, REPS) - 10) / 10
-    assert _two_sample_chi2(right, wrong) < ALPHA
+    assert two_sample_chi2(right, wrong) < ALPHA
 
 
-def test_forward_outputs_have_the_device_law():
+def test_forward_outputs_have_the_device_law(two_sample_chi2):
     x = _inputs(REPS)
     dev_out = evaluate_layer(_layer(10, 21), x).outputs.numpy().ravel()
     ex_out = evaluate_layer(sampling.use_exact_law(_layer(10, 22)), x).outputs.numpy().ravel()
-    assert _two_sample_chi2(dev_out, ex_out) > ALPHA
+    assert two_sample_chi2(dev_out, ex_out) > ALPHA
     assert np.allclose(ex_out * 10, np.rint(ex_out * 10))  # on the Ns = 10 grid
 
 
@@ -273,7 +257,7 @@ def _pair_tape(shots, batch, measurements, flip=0.3):
     [qml.expval(qml.Z(0)), qml.expval(qml.Z(1)), qml.expval(qml.X(0)),
      qml.var(qml.Z(0) @ qml.Z(1))],
 ], ids=["one-pauli-group", "two-pauli-groups"])
-def test_several_measurements_have_the_device_joint_law(mps):
+def test_several_measurements_have_the_device_joint_law(mps, two_sample_chi2):
     tape = _pair_tape(5, REPS, mps)
     [dev_res] = qml.execute([tape], qml.device("default.qubit", seed=1))
     [ex_res] = sampling.execute_exact_law([tape], qml.device("default.qubit", seed=2))
@@ -283,10 +267,10 @@ def test_several_measurements_have_the_device_joint_law(mps):
     def pairs(res):
         return np.round(res[0] * 5) * 100 + np.round(res[1] * 5)
 
-    assert _two_sample_chi2(pairs(dev_res), pairs(ex_res)) > ALPHA  # joint law of (Z0, Z1)
+    assert two_sample_chi2(pairs(dev_res), pairs(ex_res)) > ALPHA  # joint law of (Z0, Z1)
     for m in (2, 3):
         if np.ndim(ex_res[m]) == 1:
-            assert _two_sample_chi2(dev_res[m], ex_res[m]) > ALPHA
+            assert two_sample_chi2(dev_res[m], ex_res[m]) > ALPHA
     if isinstance(mps[3], qml.measurements.ProbabilityMP):
         analytic = qml.execute([tape.copy(shots=None)], qml.device("default.qubit"))[0]
         np.testing.assert_allclose(ex_res[3].sum(1), 1.0)
