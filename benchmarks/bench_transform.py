@@ -298,11 +298,13 @@ def run_versus(args):
     here = Path(__file__).resolve().parent
     rows = []
     for q in args.qubits or [4]:
+        # from 10 qubits one step takes seconds to half a minute: one step per round, one round
+        repeats = args.repeats or (5 if q < _NO_WARMUP_QUBITS else 1)
+        rounds = args.rounds if q < _NO_WARMUP_QUBITS else 1
         for d in args.devices:
-            spec = json.dumps([d, q, args.layers, args.shots[0], args.batch or 54,
-                               args.repeats or 5])
+            spec = json.dumps([d, q, args.layers, args.shots[0], args.batch or 54, repeats])
             old, new = [], []
-            for r in range(args.rounds):
+            for r in range(rounds):
                 old += _timed_subprocess(_OLD_STEP_SCRIPT, [spec], old_root)
                 new += _timed_subprocess(_NEW_STEP_SCRIPT, [spec, str(here)], here.parent)
                 print(f"  {d} {q}q round {r}: old {statistics.median(old):.3g} s, "
@@ -387,7 +389,9 @@ def main(argv=None):
                         "library (e.g. `git worktree add /tmp/old 2c3b0c6`) against today's "
                         "exact-law step, each in its own interpreter, alternated")
     p.add_argument("--versus-label", default=None, help="name of the older version (a commit)")
-    p.add_argument("--rounds", type=int, default=3, help="alternations with --versus")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="alternations with --versus below 10 qubits (from 10 on: one round of "
+                   "one step)")
     p.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--out", type=Path, default=None, help="output directory for the JSON")
     args = p.parse_args(argv)

@@ -374,7 +374,7 @@ def section_step(out, lines):
         lines.append("lightning.qubit is faster than default.qubit from "
                      + ", ".join(f"{q} qubits ({k.removesuffix('_s').replace('_', ' ')})"
                                  for k, q in cross.items() if q is not None)
-                     + "; `device=\"auto\"` switches at 10.\n")
+                     + "; `device=\"auto\"` (`training.LIGHTNING_QUBITS`) switches at 11.\n")
     _img(lines, "bench_transform_step", mode)
     versus, _ = _load(out, "bench_transform_versus")
     if versus is not None:
@@ -382,7 +382,10 @@ def section_step(out, lines):
                      f"{versus['rows'][0]['old_version']}: its `PrivateModel.loss_backward` "
                      "step, device sampling), each version in its own interpreter, alternated; "
                      "the new step is the exact-law step on the same device (medians over all "
-                     "steps; the machine was shared, so single rounds vary by ±30 %):\n")
+                     "steps of each version, 3 rounds of 5 steps below 10 qubits, one step "
+                     "from 10 on; both versions share whatever else runs on the machine, so "
+                     "single rounds vary by up to ±30 % but the ratio within a round much "
+                     "less):\n")
         lines.append(versus["markdown"] + "\n")
 
 

@@ -202,7 +202,10 @@ class PrivacyLedger:
         preprocessing_note: which data-dependent statistics are *not* protected (e.g. the
             mean and principal components of the training data), or ``None`` if the
             preprocessing is data-independent.
-        extra: extra JSON-able metadata (e.g. the per-part breakdown of Δ), or ``None``.
+        extra: extra JSON-able metadata (e.g. the per-part breakdown of Δ), or ``None``. A
+            key ``"preprocessing"`` (text) describes data-independent preprocessing; without a
+            ``preprocessing_note`` the statement then says the guarantee covers the raw
+            examples.
 
     Raises:
         ValueError: if a parameter is out of range or a choice is unknown.
@@ -869,6 +872,11 @@ class PrivacyLedger:
             if "not protected" not in note.lower() and "not covered" not in note.lower():
                 note += " These data-dependent statistics are not covered by the guarantee."
             lines.append(f"Preprocessing (NOT protected): {note}")
+        elif (self._extra or {}).get("preprocessing"):
+            lines.append(
+                f"Preprocessing: {self._extra['preprocessing']}; fixed before seeing the data, "
+                f"so the guarantee covers the raw training examples."
+            )
         else:
             lines.append(
                 "Preprocessing: none declared; the guarantee covers the training data exactly as "
@@ -884,7 +892,7 @@ class PrivacyLedger:
             if versions:
                 lines.append("Software: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
             details = {k: v for k, v in self._extra.items()
-                       if k not in ("versions", "provenance", "randomness")}
+                       if k not in ("versions", "provenance", "randomness", "preprocessing")}
             if details:
                 lines.append(f"Details: {json.dumps(details, sort_keys=True)}")
         return "\n".join(lines)

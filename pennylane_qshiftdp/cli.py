@@ -86,8 +86,10 @@ def _add_train_parser(subparsers) -> None:
         "train",
         help="train a quantum classifier with (ε, δ)-differential privacy",
         description="Train the angle-embedding + StronglyEntanglingLayers classifier "
-        "privately on Opacus (per-example parameter-shift gradients, clipping at the certified "
-        "bound by default so no clip binds: Q-ShiftDP) on a bundled data set; print the "
+        "privately on Opacus (per-example parameter-shift gradients clipped by default at a "
+        "public clip norm, the largest gradient norm over the input domain at the current "
+        "weights; --max-grad-norm certified clips at the a-priori bound Δ, where no clip "
+        "binds: Q-ShiftDP) on a bundled data set; print the "
         "privacy statement and test accuracy, and write the ledger, metrics and plots to "
         "--output-dir.",
     )
@@ -133,8 +135,8 @@ def _add_train_parser(subparsers) -> None:
                    help="shots per circuit for the test accuracy (default: analytic on "
                    "simulators; on hardware give a count)")
     p.add_argument("--device", default=d.device,
-                   help="PennyLane device; 'auto' picks default.qubit below 10 qubits and "
-                   "lightning.qubit from 10 on (default.mixed with --depolarizing) (default: "
+                   help="PennyLane device; 'auto' picks default.qubit below 11 qubits and "
+                   "lightning.qubit from 11 on (default.mixed with --depolarizing) (default: "
                    "%(default)s)")
     p.add_argument("--layers", type=int, default=d.layers, help="default: %(default)s")
     p.add_argument("--qubits", type=int, default=d.qubits, help="default: %(default)s")
@@ -291,6 +293,11 @@ def _clip_norm(text: str):
 def _run_train(args) -> int:
     from .training import TrainConfig, train
 
+    if args.output_dir is not None and not str(args.output_dir).strip():
+        raise _CLIError("--output-dir must name a directory. Found ''.")
+    if args.eval_shots is not None and args.eval_shots < 0:
+        raise _CLIError(f"--eval-shots must be a positive shot count, or 0 for analytic "
+                        f"evaluation. Found {args.eval_shots}.")
     fields = {k: getattr(args, k) for k in TrainConfig.__dataclass_fields__ if hasattr(args, k)}
     fields["secure_mode"] = not args.seeded_noise
     if fields.get("shots") == 0:
@@ -311,10 +318,20 @@ def _run_train(args) -> int:
     print(f"test accuracy: {result.test_accuracy:.4f} (evaluated "
           f"{'analytically' if config.eval_shots is None else f'with {config.eval_shots} shots'}"
           f" on {result.device})")
-    print(f"training shots: {result.training_shots} ({result.shots} per circuit)")
+    per_circuit = "analytic" if result.shots is None else f"{result.shots} per circuit"
+    print(f"training shots: {result.training_shots} ({per_circuit})")
     print(f"ε spent: {result.epsilon:.4f} (target {config.epsilon}) after {result.steps} steps"
           + (f"; credited Q-ShiftDP ε (Gaussian approximation): {result.credited_epsilon:.4f}"
              if config.credit != "none" and math.isfinite(result.epsilon) else ""))
+    if math.isfinite(result.epsilon) and result.epsilon > config.epsilon * (1 + 1e-9):
+        why = (f" With --credit {config.credit} the added noise is a floor that keeps the "
+               f"proven ε within {config.proven_epsilon_factor} x the target; only the credited "
+               f"ε (an approximation) aims at the target"
+               + (f", and here it is above it as well ({result.credited_epsilon:.4f})"
+                  if result.credited_epsilon > config.epsilon * (1 + 1e-9) else "")
+               + "." if config.credit != "none" else "")
+        print(f"WARNING: the proven ε {result.epsilon:.4f} exceeds the target "
+              f"--epsilon {config.epsilon}.{why}")
     print(f"outputs: {result.output_dir}")
     return 0
 
@@ -338,7 +355,9 @@ def _add_noise_parser(subparsers) -> None:
     rate.add_argument(
         "--batch-size",
         type=int,
-        help="expected batch size B (needs --dataset-size; q = B / N)",
+        help="expected batch size B (needs --dataset-size; q = B / N). Not the same as "
+        "`qshiftdp train --batch-size`, the loader batch size with q = 1/ceil(N/B) (Opacus's "
+        "convention): to reproduce a training run's sigma pass its --sample-rate and --steps",
     )
     p.add_argument("--dataset-size", type=int, help="number of training examples N")
     length = p.add_mutually_exclusive_group(required=True)
@@ -559,6 +578,8 @@ def _run_audit(args) -> int:
         if clip is None or not (clip > 0 and math.isfinite(clip)):
             raise _CLIError(f"--max-grad-norm must be 'certified', 'adaptive' or a positive "
                             f"number. Found {args.max_grad_norm!r}.")
+    if not (0.0 < args.beta < 1.0):  # used by the adaptive and isotropic credit modes
+        raise _CLIError(f"--beta must be in (0, 1). Found {args.beta}.")
     if args.credit == "all":
         if args.max_grad_norm != "certified":
             raise _CLIError(f"--credit all audits every mode with its own clipping; drop "
@@ -648,6 +669,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (_CLIError, ValueError, TypeError, NotImplementedError, DeviceError) as err:
         print(f"{PROG} {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        hint = (" The checkpoint of the last finished epoch is kept: continue with the same "
+                "command and --resume." if args.command == "train" else "")
+        print(f"\n{PROG} {args.command}: interrupted.{hint}", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

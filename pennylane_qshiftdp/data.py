@@ -169,6 +169,8 @@ class Dataset:
         clipped_values: how many raw values (train and test) fell outside their declared range
             and were clipped (a count over the data, for the data owner's check; not released
             by the training job).
+        preprocessing: the preprocessing, described without any statistic of the data (for
+            the privacy statement).
     """
 
     X_train: np.ndarray
@@ -184,6 +186,7 @@ class Dataset:
     class_names: tuple = ()
     feature_ranges: tuple = ()
     clipped_values: int = 0
+    preprocessing: str = ""
 
     @property
     def n_features(self) -> int:
@@ -393,6 +396,7 @@ def load_dataset(
             f"{n_features} features: average pooling over {regions}, mapped from the "
             f"a-priori pixel range [0, 16] to angles in [0, pi] (data-independent)"
         )
+        public_how = how
         note = None
     elif preprocessing == "fixed":
         X_train, names, c_train = _scale_and_group(X_train, ranges, n_features, feature_names)
@@ -403,11 +407,12 @@ def load_dataset(
         grouping = ("one column per feature" if n_features == X.shape[1] else
                     f"{X.shape[1]} columns averaged in {n_features} consecutive groups of "
                     f"{'/'.join(str(len(g)) for g in _groups(X.shape[1], n_features))}")
-        how = (
+        public_how = (
             f"{n_features} features: each column scaled from its {origin} to [0, 1] "
-            f"(values outside clipped: {clipped} of {X.size} values), {grouping}, times pi "
-            f"(data-independent)"
+            f"(values outside clipped), {grouping}, times pi (data-independent)"
         )
+        how = public_how.replace("(values outside clipped)", f"(values outside clipped: "
+                                 f"{clipped} of {X.size} values)")
         note = None
     else:
         if X_train.shape[0] <= n_features:
@@ -420,6 +425,7 @@ def load_dataset(
             f"{n_features} features: standardisation, PCA and min-max scaling to angles in "
             f"[0, pi], fitted on the training split (data-dependent)"
         )
+        public_how = how
         note = _PCA_NOTE
         warnings.warn(f"Data-dependent preprocessing: {_PCA_NOTE}", PrivacyWarning, stacklevel=2)
 
@@ -447,6 +453,7 @@ def load_dataset(
         class_names=tuple(shown),
         feature_ranges=ranges,
         clipped_values=int(clipped),
+        preprocessing=public_how,
     )
 
 

@@ -16,6 +16,7 @@ import csv
 import dataclasses
 import json
 import math
+import os
 import time
 import warnings
 from pathlib import Path
@@ -111,9 +112,13 @@ class TrainResult:
     label_mapping: str = ""  # e.g. "'setosa' → 0, 'versicolor' → 1, 'virginica' → 2"
 
 
-#: From this many qubits on, ``device="auto"`` picks lightning.qubit (measured crossover of the
-#: fused per-example evaluation, benchmarks/RESULTS.md §1).
-LIGHTNING_QUBITS = 10
+#: From this many qubits on, ``device="auto"`` picks lightning.qubit: the measured crossover of
+#: the exact-law private step (benchmarks/RESULTS.md §12: default.qubit 2.96 s against 4.43 s at
+#: 10 qubits, 6.64 s against 5.90 s at 11, 16.3 s against 7.37 s at 12; batch 54, 2 layers).
+LIGHTNING_QUBITS = 11
+#: Largest qubit count the training job accepts (a state vector of 2^n amplitudes per circuit;
+#: at 16 qubits the public clip norm's batched Jacobian alone needs tens of GiB).
+MAX_QUBITS = 14
 #: Simulators on which ``shot_sampling="auto"`` draws shot estimates from the exact law.
 _EXACT_LAW_DEVICES = ("default.qubit", "lightning.qubit", "default.mixed")
 #: ``shots="auto"``: the shot noise of a step adds at most this fraction of the DP noise variance.
@@ -277,6 +282,14 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
     from .data import load_dataset
     from .models import HybridClassifier, QuantumClassifier
 
+    if isinstance(config.qubits, int) and not isinstance(config.qubits, bool) \
+            and config.qubits > MAX_QUBITS:
+        raise ValueError(
+            f"`qubits` must be at most {MAX_QUBITS} in the training job. Found {config.qubits}. "
+            f"Simulation memory and time grow as 2^qubits (one private step at 12 qubits takes "
+            f"seconds to tens of seconds on two cores, and the public clip norm evaluates "
+            f"hundreds of states at once); build larger models with the Python API "
+            f"(make_private) on a device that can hold them.")
     data = load_dataset(config.dataset, n_features=config.qubits, seed=config.seed,
                         test_size=config.test_size, preprocessing=config.preprocessing,
                         csv_path=config.csv_path, label_column=config.label_column,
@@ -373,6 +386,8 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
             preprocessing_note=data.preprocessing_note,
         )
         opt.ledger.extra_update({"provenance": _provenance(data)})
+        if not data.data_dependent_preprocessing and data.preprocessing:
+            opt.ledger.extra_update({"preprocessing": data.preprocessing})
         noise_gen, sampler_gen = opt.generator, train_loader.batch_sampler.generator
     else:
         pmodel, opt = model, sgd
@@ -388,12 +403,25 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
             f"--output-dir {out_dir} already holds a run (ledger.json or checkpoint.pt). Pass "
             f"--resume to continue it, or choose a new --output-dir; a ledger is never "
             f"overwritten.")
+    if out_dir is not None:  # fail before training, not after the first epoch
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ValueError(f"--output-dir {out_dir} cannot be created: {err}") from err
+        if not os.access(out_dir, os.W_OK):
+            raise ValueError(f"--output-dir {out_dir} is not writable.")
     if resume:
         if out_dir is None or not (out_dir / "checkpoint.pt").exists():
             raise ValueError(f"--resume needs a checkpoint in `output_dir`. Found none in "
                              f"{out_dir}.")
-        ckpt = torch.load(out_dir / "checkpoint.pt", weights_only=False)
-        saved, now = ckpt["config"], dataclasses.asdict(config)
+        try:
+            ckpt = torch.load(out_dir / "checkpoint.pt", weights_only=False)
+            saved = ckpt["config"]
+        except Exception as err:  # any unreadable file is reported the same way
+            raise ValueError(f"--resume: the checkpoint {out_dir / 'checkpoint.pt'} cannot be "
+                             f"read (corrupt or truncated?): {type(err).__name__}: {err}") \
+                from err
+        now = dataclasses.asdict(config)
         differ = [f"--{k.replace('_', '-')}: {saved.get(k)!r} (interrupted run) vs "
                   f"{now.get(k)!r} (now)" for k in sorted(set(saved) | set(now))
                   if saved.get(k) != now.get(k)]

@@ -304,6 +304,7 @@ def test_cli_audit_table_json_and_png(tmp_path, capsys):
     (["--shots", "0"], "--shots must be positive integers. Found [0]."),
     (["--credit", "all", "--max-grad-norm", "1.0"], "--credit all audits every mode"),
     (["--depolarizing", "1.0"], "--depolarizing must be in [0, 0.75]. Found 1.0."),
+    (["--credit", "adaptive", "--beta", "5"], "--beta must be in (0, 1). Found 5.0."),
 ])
 def test_cli_audit_errors_name_the_flag(argv, msg, capsys):
     assert main(["audit", *argv]) == 2

@@ -248,6 +248,49 @@ def test_train_refuses_to_overwrite_a_ledger_and_resume_lists_differences(capsys
     assert ledger["extra"]["versions"]["opacus"] == "1.6.0"
 
 
+def test_train_bad_paths_and_sizes_fail_before_training(capsys, tmp_path):
+    a_file = tmp_path / "file.csv"
+    a_file.write_text("x\n")
+    for out_dir, message in [(str(a_file), "cannot be created"),
+                             (str(a_file / "sub"), "cannot be created"),
+                             ("", "--output-dir must name a directory")]:
+        assert main([*_TINY_ARGS, "--output-dir", out_dir]) == 2
+        assert message in capsys.readouterr().err
+    assert main([*_TINY_ARGS, "--qubits", "16", "--output-dir", str(tmp_path / "q")]) == 2
+    assert "`--qubits` must be at most 14" in capsys.readouterr().err
+    assert not (tmp_path / "q").exists()
+    assert main([*_TINY_ARGS, "--eval-shots", "-3", "--output-dir", str(tmp_path / "e")]) == 2
+    assert "--eval-shots must be a positive shot count" in capsys.readouterr().err
+
+
+def test_train_corrupt_checkpoint_is_a_clear_error(capsys, tmp_path):
+    out = tmp_path / "run"
+    assert main([*_TINY_ARGS, "--output-dir", str(out)]) == 0
+    capsys.readouterr()
+    ckpt = out / "checkpoint.pt"
+    ckpt.write_bytes(ckpt.read_bytes()[:500])  # truncated
+    assert main([*_TINY_ARGS, "--output-dir", str(out), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "checkpoint" in err and "cannot be read (corrupt or truncated?)" in err
+    ckpt.write_bytes(np.random.default_rng(0).bytes(2000))  # random bytes
+    assert main([*_TINY_ARGS, "--output-dir", str(out), "--resume"]) == 2
+    assert "cannot be read" in capsys.readouterr().err
+
+
+def test_train_analytic_shots_and_credit_overspend_are_stated(capsys, tmp_path):
+    code = main([*_TINY_ARGS, "--shots", "0", "--output-dir", str(tmp_path / "a")])
+    out = capsys.readouterr().out
+    assert code == 0 and "training shots: 0 (analytic)" in out
+    with pytest.warns(UserWarning):  # the credit mode's floor warning
+        code = main([*_TINY_ARGS, "--credit", "adaptive", "--beta", "1e-6",
+                     "--output-dir", str(tmp_path / "b")])
+    out = capsys.readouterr().out
+    eps = float(re.search(r"ε spent: ([0-9.]+) \(target 1.0\)", out).group(1))
+    assert code == 0 and eps > 1.0
+    assert f"WARNING: the proven ε {eps:.4f} exceeds the target --epsilon 1.0." in out
+    assert "With --credit adaptive the added noise is a floor" in out
+
+
 def test_train_classes_flag_selects_two_classes(capsys, tmp_path):
     with pytest.warns(UserWarning, match="Data-dependent preprocessing"):
         code = main([*_TINY_ARGS, "--dataset", "iris", "--preprocessing", "standardize_pca",
@@ -275,6 +318,10 @@ def _train_outputs(capsys, tmp_path, *argv):
     assert 0 < eps <= 1.0 and metrics["epsilon"] <= ledger["target_epsilon"] == 1.0
     assert ledger["preprocessing_note"] is None  # fixed ranges: data-independent
     assert "NOT protected" not in out.out
+    # the statement describes the preprocessing, without the data-dependent clipped count
+    assert "(data-independent); fixed before seeing the data, so the guarantee covers the " \
+        "raw training examples." in out.out
+    assert "values outside clipped:" not in out.out
     return out.out, metrics, ledger
 
 
