@@ -2,17 +2,18 @@ r"""Private training on your own CSV file, and what its preprocessing leaves unp
 
 ``pennylane_qshiftdp.load_dataset("csv", csv_path=..., label_column=...)`` reads a CSV file with
 a header row, numeric feature columns and a label column with two values (or pick two with
-``classes=``). A CSV column has no range known a priori, so the only supported preprocessing is
-``"standardize_pca"``: standardisation, PCA to ``n_features`` components, and a linear map of
-each component's training range to angles in [0, π], all **fitted on the training split**.
+``classes=``). This example uses ``"standardize_pca"``: standardisation, PCA to ``n_features``
+components, and a linear map of each component's training range to angles in [0, π], all
+**fitted on the training split**. When the columns' ranges are known a priori (from the data's
+specification, not its values), ``preprocessing="fixed"`` with ``feature_range=`` (the CLI's
+``--preprocessing fixed --feature-range``) scales with them instead and leaks nothing.
 
 **Not protected by the guarantee** (they are computed from the training data outside the
 private mechanism): the per-feature means and variances of the standardisation, the principal
 components, and the per-component minima and maxima used to scale features to angles. Anyone
 who receives the model together with the preprocessing pipeline receives these statistics.
 ``Dataset.preprocessing_note`` says so; passing it to ``make_private(preprocessing_note=...)``
-puts it in the privacy statement. To avoid the leak, fix the feature ranges a priori (from the
-data's specification, not its values) and scale with those instead.
+puts it in the privacy statement.
 
     python examples/csv_dataset.py                              # writes and uses a demo CSV
     python examples/csv_dataset.py --csv data.csv --label-column label

@@ -66,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
             "parameter-shift rule (Q-ShiftDP), accounted with Opacus. All epsilons in nats."
         ),
     )
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     parser.subparsers = subparsers  # hook for other modules

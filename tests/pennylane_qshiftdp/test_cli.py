@@ -400,3 +400,10 @@ def test_train_csv_string_labels_and_feature_range(capsys, tmp_path):
 def test_train_multiclass_flag_errors(capsys, tmp_path, argv, message):
     code = main([*_MULTI_ARGS, "--dataset", "iris", *argv, "--output-dir", str(tmp_path / "r")])
     assert code == 2 and message in capsys.readouterr().err
+
+
+def test_version(capsys):
+    import pennylane_qshiftdp
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"qshiftdp {pennylane_qshiftdp.__version__}"
