@@ -624,8 +624,8 @@ def _fuse_single_qubit(operations) -> list:
 
     A run :math:`U_1, \dots, U_k` (:math:`k \ge 2`) becomes :math:`U_k \cdots U_1`, placed
     where the run ends; it commutes with the gates in between, which act on other wires. The
-    product is computed once per batch element with :func:`numpy.matmul` from PennyLane's
-    matrices of the gates, so a broadcast simulator applies one gate instead of :math:`k` (the
+    product is computed for all batch elements at once (:func:`_one_qubit_matrix`,
+    :func:`_matmul_2x2`), so a broadcast simulator applies one gate instead of :math:`k` (the
     embedding rotation and the first trainable rotation of a layered model become one).
     Single gates, gates whose parameters are not numpy arrays, and gates without a matrix
     (channels, measurements) are kept as they are.
