@@ -145,19 +145,26 @@ def resolve_device(config) -> str:
     return "lightning.qubit" if config.qubits >= LIGHTNING_QUBITS else "default.qubit"
 
 
+def _certified_sensitivity(config, model_cls, data, loss_fn):
+    """The certified a-priori bound (:func:`~pennylane_qshiftdp.sensitivity.sensitivity`) of
+    the job's model at its initial weights, analytically on default.qubit."""
+    from .sensitivity import sensitivity
+
+    probe = model_cls(config.qubits, config.layers, device="default.qubit", shots=None,
+                      init_seed=config.seed, n_classes=data.n_classes)
+    weights = probe.qlayer.weights.detach().double().requires_grad_(True)
+    return sensitivity(probe.qnode, inputs=torch.zeros(config.qubits, dtype=torch.float64),
+                       weights=weights, loss=loss_fn)
+
+
 def _auto_shots(config, model_cls, data, loss_fn) -> int:
     """``shots="auto"``: plan Ns from σ, the clip norm and the certified per-weight bounds."""
     from .calibration import calibrate_noise_multiplier, epochs_to_steps, plan_shots
-    from .sensitivity import sensitivity
 
     if not math.isfinite(config.epsilon):
         raise ValueError("`shots`='auto' plans the shots against the DP noise and needs a "
                          "finite `epsilon`.")
-    probe = model_cls(config.qubits, config.layers, device="default.qubit", shots=None,
-                      init_seed=config.seed, n_classes=data.n_classes)
-    weights = probe.qlayer.weights.detach().double().requires_grad_(True)
-    sens = sensitivity(probe.qnode, inputs=torch.zeros(config.qubits, dtype=torch.float64),
-                       weights=weights, loss=loss_fn)
+    sens = _certified_sensitivity(config, model_cls, data, loss_fn)
     n = len(data.y_train)
     q = 1.0 / math.ceil(n / config.expected_batch_size)
     sigma = calibrate_noise_multiplier(target_epsilon=config.epsilon, target_delta=config.delta,
@@ -343,6 +350,14 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
     if clip_mode == "auto":
         clip_mode = ("certified" if config.credit != "none" or config.model == "hybrid"
                      else "public")
+    if private and config.model == "quantum" and not isinstance(clip_mode, str):
+        delta = _certified_sensitivity(config, model_cls, data, loss_fn).delta
+        if float(clip_mode) > delta:
+            warnings.warn(
+                f"--max-grad-norm {clip_mode} is above the certified bound Δ = {delta:.6g} of "
+                f"every per-example gradient: the clip never binds, and the noise σC is "
+                f"{float(clip_mode) / delta:.3g} times what --max-grad-norm certified adds for "
+                f"the same clipping.", UserWarning, stacklevel=2)
     sampling = _shot_sampling(config, device, shots)
     if sampling != "device":
         from .sampling import set_shot_sampling

@@ -407,3 +407,11 @@ def test_version(capsys):
 
     assert main(["--version"]) == 0
     assert capsys.readouterr().out.strip() == f"qshiftdp {pennylane_qshiftdp.__version__}"
+
+
+def test_train_clip_above_the_certified_bound_warns(capsys, tmp_path):
+    # 2 qubits, 1 layer, <Z0>, linear loss: Δ = sqrt(6) (6 weights, each |∂f/∂θ| ≤ 1)
+    with pytest.warns(UserWarning, match=r"--max-grad-norm 1000000000.0 is above the certified "
+                                         r"bound Δ = 2.44949 .* 4.08e\+08 times"):
+        code = main([*_TINY_ARGS, "--max-grad-norm", "1e9", "--output-dir", str(tmp_path)])
+    assert code == 0, capsys.readouterr().err
