@@ -439,7 +439,7 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
         now = dataclasses.asdict(config)
         differ = [f"--{k.replace('_', '-')}: {saved.get(k)!r} (interrupted run) vs "
                   f"{now.get(k)!r} (now)" for k in sorted(set(saved) | set(now))
-                  if saved.get(k) != now.get(k)]
+                  if saved.get(k) != now.get(k) and k != "output_dir"]  # a moved run resumes
         if differ:
             raise ValueError("--resume needs the same settings as the interrupted run; these "
                              "differ: " + "; ".join(differ) + ".")

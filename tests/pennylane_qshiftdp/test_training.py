@@ -2,6 +2,7 @@
 
 import json
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -53,7 +54,11 @@ def test_resume_reproduces_uninterrupted_run(tmp_path):
     full = train(TrainConfig(**TINY, output_dir=str(tmp_path / "a")), progress=False)
     cfg = TrainConfig(**TINY, output_dir=str(tmp_path / "b"))
     train(cfg, progress=False, stop_after_epochs=1)
-    resumed = train(cfg, progress=False, resume=True)
+    # the interrupted run's directory moved elsewhere still resumes (output_dir is not a
+    # setting that must match), and exactly
+    moved = tmp_path / "moved"
+    shutil.move(str(tmp_path / "b"), str(moved))
+    resumed = train(TrainConfig(**TINY, output_dir=str(moved)), progress=False, resume=True)
     assert resumed.steps == full.steps
     assert resumed.epsilon == pytest.approx(full.epsilon, abs=1e-12)
     np.testing.assert_array_equal(resumed.weights, full.weights)
