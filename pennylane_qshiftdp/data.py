@@ -407,12 +407,10 @@ def load_dataset(
         grouping = ("one column per feature" if n_features == X.shape[1] else
                     f"{X.shape[1]} columns averaged in {n_features} consecutive groups of "
                     f"{'/'.join(str(len(g)) for g in _groups(X.shape[1], n_features))}")
-        public_how = (
-            f"{n_features} features: each column scaled from its {origin} to [0, 1] "
-            f"(values outside clipped), {grouping}, times pi (data-independent)"
-        )
-        how = public_how.replace("(values outside clipped)", f"(values outside clipped: "
-                                 f"{clipped} of {X.size} values)")
+        scaling = (f"{n_features} features: each column scaled from its {origin} to [0, 1] "
+                   f"(values outside clipped{{}}), {grouping}, times pi (data-independent)")
+        public_how = scaling.format("")  # the statement: no count over the data
+        how = scaling.format(f": {clipped} of {X.size} values")
         note = None
     else:
         if X_train.shape[0] <= n_features:

@@ -499,8 +499,7 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
                "elapsed_s": time.perf_counter() - t0}
         metrics.append(row)
         bar.set_postfix(acc=f"{acc:.3f}", eps=f"{row['epsilon']:.3f}")
-        if out_dir is not None:
-            out_dir.mkdir(parents=True, exist_ok=True)
+        if out_dir is not None:  # created (and checked) before training
             torch.save({"config": dataclasses.asdict(config), "epoch": epoch + 1,
                         "model": model.state_dict(), "optimizer": sgd.state_dict(),
                         "ledger": opt.ledger.state_dict() if private else None,
