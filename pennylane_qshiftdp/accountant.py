@@ -459,10 +459,12 @@ class PrivacyLedger:
 
     @property
     def planned_epsilon(self) -> float:
-        """ε (nats) of the calibrated plan: every step so far at the planned σ.
+        """ε (nats) of the plan: every step so far at the σ set for it.
 
-        The budget check (:meth:`would_exceed`, :meth:`step`) uses this data-independent
-        history, so when a run stops never depends on the private data.
+        That σ is the calibrated one unless a noise scheduler changed it (the optimizer passes
+        the σ actually set to :meth:`step`). The budget check (:meth:`would_exceed`,
+        :meth:`step`) uses this data-independent history, so when a run stops never depends on
+        the private data.
         """
         key = tuple(self._acct.history)
         if self._eps_cache is None or self._eps_cache[0] != key:
@@ -523,11 +525,13 @@ class PrivacyLedger:
         """
         return self.proven_epsilon
 
-    def epsilon_after(self, steps: int) -> float:
-        r"""Calibrated ε (nats) after ``steps`` more steps at the ledger's planned (σ, q).
+    def epsilon_after(self, steps: int, *, noise_multiplier: float | None = None) -> float:
+        r"""Planned ε (nats) after ``steps`` more steps at (σ, q).
 
         Args:
             steps: number of further steps, ≥ 0.
+            noise_multiplier: the σ > 0 those steps will use (the one actually set, e.g. by
+                a noise scheduler; data-independent); default the calibrated σ.
 
         Returns:
             ε at δ = ``target_delta``, an upper bound.
@@ -538,27 +542,32 @@ class PrivacyLedger:
         k = self._check_nonnegative_steps(steps)
         if k == 0:
             return self.planned_epsilon
-        return self._epsilon_of(
-            _extend_history(self._acct.history, self._noise_multiplier, self._sample_rate, k)
-        )
+        sigma = (self._noise_multiplier if noise_multiplier is None
+                 else check_positive_float(noise_multiplier, "noise_multiplier"))
+        return self._epsilon_of(_extend_history(self._acct.history, sigma, self._sample_rate, k))
 
-    def would_exceed(self, steps: int = 1) -> bool:
+    def would_exceed(self, steps: int = 1, *, noise_multiplier: float | None = None) -> bool:
         """Whether ``steps`` more steps would take ε above ``target_epsilon``.
 
         Args:
             steps: number of further steps, ≥ 1.
+            noise_multiplier: the σ those steps will use (default the calibrated σ).
 
         Returns:
-            ``True`` if ``epsilon_after(steps) > target_epsilon``.
+            ``True`` if ``epsilon_after(steps, noise_multiplier=...) > target_epsilon``.
         """
         steps = check_positive_int(steps, "steps")
-        return self.epsilon_after(steps) > self._target_epsilon
+        return self.epsilon_after(steps, noise_multiplier=noise_multiplier) > self._target_epsilon
 
-    def step(self, *, proven_noise_multiplier: float | None = None,
+    def step(self, *, noise_multiplier: float | None = None,
+             proven_noise_multiplier: float | None = None,
              credited_noise_multiplier: float | None = None) -> float:
         """Record one step, after checking that the plan stays within the budget.
 
         Args:
+            noise_multiplier: the σ set for this step (data-independent: the calibrated σ, or
+                what a noise scheduler set); the budget check composes it. Default: the
+                calibrated σ.
             proven_noise_multiplier: σ_t of the Gaussian noise actually added at this step
                 (smallest per-coordinate standard deviation over the clip norm; it must not
                 depend on the batch); defaults to the planned σ.
@@ -585,9 +594,9 @@ class PrivacyLedger:
         if self._credit_mode != "none":  # nothing credited unless said: the proven σ_t
             credited = (proven if credited_noise_multiplier is None else check_positive_float(
                 credited_noise_multiplier, "credited_noise_multiplier"))
-        new_history = _extend_history(
-            self._acct.history, self._noise_multiplier, self._sample_rate, 1
-        )
+        planned = (self._noise_multiplier if noise_multiplier is None
+                   else check_positive_float(noise_multiplier, "noise_multiplier"))
+        new_history = _extend_history(self._acct.history, planned, self._sample_rate, 1)
         new_eps = self._epsilon_of(new_history)
         if new_eps > self._target_epsilon:
             raise PrivacyBudgetExceededError(
@@ -596,7 +605,7 @@ class PrivacyLedger:
                 f"ε spent so far is {self.planned_epsilon:.6g} after {self.steps} steps. "
                 f"The step was not taken."
             )
-        self._acct.step(noise_multiplier=self._noise_multiplier, sample_rate=self._sample_rate)
+        self._acct.step(noise_multiplier=planned, sample_rate=self._sample_rate)
         self._proven = _extend_history(self._proven, proven, self._sample_rate, 1)
         if credited is not None:
             self._credited = _extend_history(self._credited, credited, self._sample_rate, 1)

@@ -9,9 +9,11 @@ Poisson-sampling loader (Opacus's ``UniformWithReplacementSampler``, empty batch
 :class:`opacus.data_loader.DPDataLoader`). σ is calibrated by an Opacus
 accountant for (ε, δ, epochs) and charged to the :class:`~.PrivacyLedger`.
 
-The guarantee holds for any loss and any training loop: clipping at ``C`` is enforced in the
-optimizer. ``max_grad_norm="certified"`` (default) sets ``C`` to the a-priori bound Δ of the
-parameter-shift gradient (Q-ShiftDP: for a certified model no clip binds).
+The guarantee holds for any training loop that calls ``optimizer.step()`` once per backward
+pass over one batch of the returned loader, and any loss that is a sum or mean of per-example
+terms: clipping at ``C`` is enforced in the optimizer. ``max_grad_norm="certified"`` (default)
+sets ``C`` to the a-priori bound Δ of the parameter-shift gradient (Q-ShiftDP: for a certified
+model and the declared loss no clip binds).
 
 This module is library code: it imports no data set, model or application code.
 """
@@ -31,11 +33,12 @@ from opacus.utils.uniform_sampler import (
     DistributedUniformWithReplacementSampler,
     UniformWithReplacementSampler,
 )
+from opacus.validators import ModuleValidator
 from torch.utils.data._utils.collate import default_collate
 
 from . import quantum_layer
-from ._validation import check_epsilon, check_positive_float, check_sample_rate
-from .accountant import PrivacyLedger
+from ._validation import check_choice, check_epsilon, check_positive_float, check_sample_rate
+from .accountant import ADJACENCIES, PrivacyLedger
 from .calibration import calibrate_noise_multiplier, epochs_to_steps
 from .exceptions import PrivacyWarning, SensitivityError
 from .losses import BoundedLoss, LinearLoss
@@ -76,9 +79,179 @@ def _check_supported(module: torch.nn.Module, layers) -> None:
                 f"(functorch cannot trace through a quantum device). Move the parameters into "
                 f"a separate torch.nn layer."
             )
+    # Opacus's module rules (BatchNorm and other modules that mix examples or keep private
+    # running statistics; rules registered for TorchLayer apply too).
+    errors = ModuleValidator.validate(module, strict=False)
+    if errors:
+        raise SensitivityError(
+            f"Opacus's ModuleValidator refuses this module: "
+            f"{'; '.join(f'{type(e).__name__}: {e}' for e in errors)}. Replace the modules it "
+            f"names: `module = opacus.validators.ModuleValidator.fix(module)` swaps them for "
+            f"private-safe ones (e.g. BatchNorm -> GroupNorm); build the optimizer over the "
+            f"fixed module's parameters.")
     errors = GradSampleModule.validate(module, strict=False)
     if errors:
         raise SensitivityError(f"Opacus cannot make this module private: {errors}")
+
+
+def _private_dataset(data_loader):
+    """The examples the loader's own sampler draws from: ``(dataset, note)``.
+
+    Poisson sampling replaces the loader's sampler, so it must run over the same examples: the
+    whole data set for a sequential or shuffling sampler, the subset for a
+    ``SubsetRandomSampler``; any other sampler or batch sampler is refused.
+    """
+    from torch.utils.data import (
+        BatchSampler,
+        IterableDataset,
+        RandomSampler,
+        SequentialSampler,
+        Subset,
+        SubsetRandomSampler,
+    )
+
+    dataset = data_loader.dataset
+    if isinstance(dataset, IterableDataset):
+        raise ValueError("`data_loader` must be over a map-style dataset (Poisson sampling "
+                         "picks examples by index); found an IterableDataset.")
+    if data_loader.batch_size is None or type(data_loader.batch_sampler) is not BatchSampler:
+        raise ValueError(
+            f"`data_loader` has its own batch sampler ({type(data_loader.batch_sampler).__name__})"
+            f": make_private replaces it by Poisson sampling, which would ignore it. Pass a "
+            f"loader with a batch_size (and at most a SubsetRandomSampler) instead.")
+    sampler = data_loader.sampler
+    if type(sampler) is SequentialSampler:
+        return dataset, None
+    if type(sampler) is RandomSampler and not sampler.replacement and (
+            sampler.num_samples == len(dataset)):
+        return dataset, None
+    if type(sampler) is SubsetRandomSampler:
+        indices = [int(i) for i in sampler.indices]
+        if len(set(indices)) != len(indices):
+            raise ValueError("`data_loader`'s SubsetRandomSampler repeats indices; Poisson "
+                             "sampling needs each example once.")
+        if not indices:
+            raise ValueError("`data_loader`'s SubsetRandomSampler has no indices.")
+        return Subset(dataset, indices), (f"Poisson sampling over the {len(indices)} examples of "
+                                          f"the loader's SubsetRandomSampler (N = "
+                                          f"{len(indices)} of {len(dataset)})")
+    raise ValueError(
+        f"`data_loader` has its own sampler ({type(sampler).__name__}): make_private replaces "
+        f"it by Poisson sampling over the data set, which would ignore it. Pass a loader over "
+        f"the examples to train on (a torch.utils.data.Subset, or a SubsetRandomSampler) with "
+        f"a batch_size.")
+
+
+def _modules_after(module, layer, example) -> list[str] | None:
+    """What runs after ``layer`` on a synthetic input: modules with parameters, by name.
+
+    The input is zeros of the example's shape and dtype (public). If the model's output is not
+    the layer's output (up to reshaping), ``"post-processing in forward()"`` is listed too
+    (e.g. a scale factor). ``None`` if the probe fails.
+    """
+    order: list[tuple[str, torch.nn.Module]] = []
+    captured = {}
+    handles = [layer.register_forward_hook(
+        lambda _m, _i, out: captured.__setitem__("layer", out))]
+    for name, m in module.named_modules():
+        if m is layer or not list(m.children()):
+            handles.append(m.register_forward_pre_hook(
+                lambda mod, _inp, name=name: order.append((name, mod))))
+    try:
+        with torch.no_grad():
+            out = module(torch.zeros_like(torch.as_tensor(example)).unsqueeze(0))
+    except Exception:  # noqa: BLE001 - a probe only; the caller says it could not check
+        return None
+    finally:
+        for h in handles:
+            h.remove()
+    after, names = False, []
+    for name, m in order:
+        if m is layer:
+            after = True
+        elif after and any(True for _ in m.parameters(recurse=False)) and name not in names:
+            names.append(name or type(m).__name__)
+    inner = captured.get("layer")
+    if module is not layer and not names and not (
+            isinstance(out, torch.Tensor) and isinstance(inner, torch.Tensor)
+            and out.numel() == inner.numel()
+            and torch.equal(out.reshape(-1).double(), inner.reshape(-1).double())):
+        names.append("post-processing in forward()")
+    return names
+
+
+#: Rows of the synthetic batch the loss probe uses.
+_PROBE_ROWS = 4
+
+
+def check_per_example_loss(criterion, output_shape, target_example, *, seed: int = 0) -> None:
+    r"""Refuse a loss whose gradient for one row depends on the other rows.
+
+    The guarantee needs the back-propagated loss to be a sum (or mean) of per-example terms
+    :math:`L = \sum_i \ell(f_i, y_i)` (or :math:`L/B`): then row :math:`i` of
+    :math:`\partial L/\partial f` depends on example :math:`i` alone and clipping each row
+    bounds each example. The probe evaluates ``criterion`` on a synthetic batch (random
+    outputs and targets of the given shapes; no training data), changes one row at a time,
+    and refuses if the gradient of any *other* row changes. It cannot see coupling done outside
+    ``criterion`` (e.g. labels standardised per batch in the loop).
+
+    Args:
+        criterion: callable ``(outputs, targets) -> scalar loss``.
+        output_shape: shape of one example's model output (tuple of ints).
+        target_example: one target (its shape and dtype are used; integer targets are drawn in
+            ``[0, output_shape[-1])``).
+        seed: seed of the synthetic batch.
+
+    Raises:
+        ValueError: if a row's gradient depends on another row, or the loss is not a scalar.
+
+    References:
+        Derived here (docs/engine.md, "Losses").
+
+    Example:
+        >>> check_per_example_loss(torch.nn.MSELoss(), (1,), torch.tensor([0.5]))
+        >>> def batch_softmax(out, y):
+        ...     return -(torch.log_softmax(out[:, 0], dim=0) * y[:, 0]).sum()
+        >>> check_per_example_loss(batch_softmax, (1,), torch.tensor([0.5]))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: The loss couples examples: ...
+    """
+    g = torch.Generator().manual_seed(seed)
+    target = torch.as_tensor(target_example)
+    shape = (_PROBE_ROWS, *tuple(output_shape))
+
+    def draw_targets(rows):
+        if target.dtype.is_floating_point:
+            return torch.randn((rows, *target.shape), generator=g, dtype=target.dtype)
+        high = max(int(output_shape[-1]) if len(output_shape) else 2, 2)
+        return torch.randint(0, high, (rows, *target.shape), generator=g, dtype=target.dtype)
+
+    def row_grads(out, y):
+        out = out.detach().clone().requires_grad_(True)
+        loss = criterion(out, y)
+        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+            raise ValueError(f"`criterion` must return a scalar loss. Found "
+                             f"{getattr(loss, 'shape', type(loss))}.")
+        return torch.autograd.grad(loss, out)[0]
+
+    out = torch.randn(shape, generator=g, dtype=torch.float64)
+    y = draw_targets(_PROBE_ROWS)
+    base = row_grads(out, y)
+    for j in range(_PROBE_ROWS):
+        out2, y2 = out.clone(), y.clone()
+        out2[j] = torch.randn(shape[1:], generator=g, dtype=torch.float64)
+        y2[j] = draw_targets(1)[0]
+        moved = row_grads(out2, y2)
+        others = [i for i in range(_PROBE_ROWS) if i != j]
+        if not torch.allclose(moved[others], base[others], rtol=1e-9, atol=1e-12):
+            raise ValueError(
+                "The loss couples examples: changing row {j} of a synthetic batch changed the "
+                "gradient of other rows. Clipping bounds each row, but one example would then "
+                "move every row. Use a sum or mean of per-example terms (e.g. "
+                "torch.nn.MSELoss(), CrossEntropyLoss() with reduction 'mean' or 'sum'); "
+                "no batch-level normalisation, softmax over the batch or contrastive terms."
+                .replace("{j}", str(j)))
 
 
 def _layer_inputs(module, layer, example) -> torch.Tensor:
@@ -151,9 +324,8 @@ class _DistributedPoissonSampler(DistributedUniformWithReplacementSampler):
             yield indices[mask.nonzero(as_tuple=False).reshape(-1)]
 
 
-def _poisson_loader(data_loader, sample_rate: float, generator, distributed: bool):
-    """Opacus's Poisson sampling (as ``DPDataLoader``), with a counting batch sampler."""
-    dataset = data_loader.dataset
+def _poisson_loader(data_loader, dataset, sample_rate: float, generator, distributed: bool):
+    """Opacus's Poisson sampling (as ``DPDataLoader``) over ``dataset``, counting batches."""
     if distributed:
         inner = _DistributedPoissonSampler(total_size=len(dataset), sample_rate=sample_rate,
                                            generator=generator)
@@ -169,6 +341,43 @@ def _poisson_loader(data_loader, sample_rate: float, generator, distributed: boo
         num_workers=data_loader.num_workers, pin_memory=data_loader.pin_memory)
     loader.sample_rate = sample_rate
     return loader
+
+
+def _output_shape(module, example) -> tuple[int, ...]:
+    """Shape of one example's model output, from a forward pass on zeros (public)."""
+    with torch.no_grad():
+        out = module(torch.zeros_like(torch.as_tensor(example)).unsqueeze(0))
+    return tuple(out.shape[1:])
+
+
+def _certified_coverage(module, layer, example, loss, strict: bool) -> str:
+    """Whether the certified Δ covers the model, from public information; warn or refuse.
+
+    Δ bounds the quantum weights' gradient when the TorchLayer's output goes into the declared
+    loss. Modules with parameters after the layer multiply ∂ℓ/∂f by their weights, and an
+    undeclared loss is taken as linear: then clips can bind and C = Δ is a DP-SGD clip.
+    """
+    after = _modules_after(module, layer, example)
+    problems = []
+    if after is None:
+        problems.append("the model's structure could not be probed on a synthetic input")
+    elif after:
+        problems.append(f"modules with parameters run after the TorchLayer ({after}), so "
+                        f"the loss gradient reaching it is not the declared one")
+    if loss is None:
+        problems.append("no `loss` was declared, so Δ assumes the linear loss (|∂ℓ/∂f| ≤ 1); "
+                        "MSE or cross-entropy make clips bind (declare e.g. "
+                        "pennylane_qshiftdp.losses.MSELoss or SoftmaxCrossEntropyLoss)")
+    if not problems:
+        return "covered: no module with parameters after the TorchLayer, loss declared"
+    text = ("The certified bound Δ does not cover this model: " + "; ".join(problems)
+            + ". Clips may bind: privacy holds, but C = Δ is then a DP-SGD clip, not "
+            "'no clip binds'.")
+    if strict:
+        raise SensitivityError(text + " (strict=True refuses this; decided from the model and "
+                               "the declared loss only, never from the data.)")
+    warnings.warn(text, PrivacyWarning, stacklevel=3)
+    return "not covered: " + "; ".join(problems)
 
 
 def _feeds_data(module, layer, example) -> bool:
@@ -218,8 +427,26 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
                  seed: int | None = None, secure_mode: bool = False, jacobian_bound=None,
                  loss_reduction: str = "mean", sample_rate: float | None = None,
                  distributed: bool = False, input_range: tuple[float, float] | None = None,
-                 preprocessing_note: str | None = None):
+                 preprocessing_note: str | None = None, criterion=None):
     r"""Make a quantum or hybrid model, its optimizer and data loader private (Opacus).
+
+    What the guarantee needs from the training loop (each is either checked or refused):
+
+    * **The loss is a sum or a mean of per-example terms**,
+      :math:`L = \sum_i \ell(f(x_i), y_i)` or :math:`L/B`, and the model treats each example
+      alone. Clipping bounds each row of the per-example gradient; a loss that couples
+      examples (labels standardised per batch, a softmax or normalisation over the batch,
+      contrastive terms) lets one example move every row, and no hook can see that. Pass
+      ``criterion`` to have it probed on a synthetic batch (:func:`check_per_example_loss`);
+      coupling done in the loop itself cannot be detected. Modules that mix examples
+      (BatchNorm) are refused by Opacus's ``ModuleValidator``.
+    * **One** ``optimizer.step()`` **per backward pass over one batch** of the returned loader.
+      Several backward passes before a step (gradient accumulation, or a main and an auxiliary
+      loss each ``.backward()``-ed) are refused, as in Opacus; back-propagate ``main + aux``
+      once, so each example's contributions are summed before it is clipped. Opacus's
+      ``BatchMemoryManager`` works.
+    * Non-finite per-example gradients (an input or label NaN or inf) contribute zero; their
+      number is a diagnostic of the step record, not protected.
 
     Args:
         module: a ``torch.nn.Module``; its TorchLayers' QNodes must use
@@ -227,7 +454,9 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
             by Opacus.
         optimizer: a ``torch.optim.Optimizer`` over the module's trainable parameters.
         data_loader: a loader over a map-style dataset of ``(x, y)``; ``1/len(data_loader)``
-            is the Poisson sampling rate q (Opacus's convention).
+            is the Poisson sampling rate q (Opacus's convention). Its sampler may be sequential,
+            shuffling or a ``SubsetRandomSampler`` (Poisson sampling then runs over its
+            indices, N = their count); other samplers are refused.
         target_epsilon: ε > 0 (nats). target_delta: δ ∈ (0, 1), well below 1/N.
         epochs: training epochs (T = ⌈epochs / q⌉ steps).
         max_grad_norm: ``"certified"`` (default: C = the a-priori bound Δ of the declared
@@ -238,13 +467,15 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
             (DP-SGD clipping of all parameters at C) or ``"adaptive"`` (quantile clipping,
             Andrew et al.).
         loss: the :class:`~pennylane_qshiftdp.losses.BoundedLoss` whose gradient bound enters
-            Δ (``"certified"`` only; default linear). Any loss may be back-propagated: a
-            wrong declaration only makes clips bind (counted, or raised with ``strict``).
+            Δ (``"certified"`` only; default linear, with a warning). Any per-example loss may
+            be back-propagated: a wrong declaration only makes clips bind (privacy holds, the
+            clip is then a DP-SGD clip at C = Δ; counted as a diagnostic).
         classical_max_grad_norm: clip norm of the trainable classical parameters of a hybrid
             model under ``"certified"`` (per-layer clipping; the noise uses
             :math:`\sqrt{\Delta^2 + C_{cl}^2}`).
         credit: shot-noise credit mode (``"certified"`` only); beta: its failure probability.
-        adjacency: ``"add_remove"`` or ``"replace_one"`` (doubles Δ).
+        adjacency: ``"add_remove"`` or ``"replace_one"``: the clip stays C and the noise
+            follows the doubled sensitivity 2C in every clip mode (and the adaptive count's).
         accountant: ``"rdp"`` (default) or ``"prv"``.
         variance_floor: lower bound :math:`v_{\min}` on every circuit's single-shot variance.
         variance_floor_source: ``"proven"`` (from :func:`qprldp_core.certify_device`) or
@@ -254,7 +485,11 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
             the noise level whose ε alone is κ × ``target_epsilon`` (a data-independent floor),
             so the proven ε is κ·ε at the planned end; the credited ε reaches ``target_epsilon``
             only if the credited shot noise makes up the rest (docs/noise.md).
-        strict: raise :class:`SensitivityError` when a certified clip binds.
+        strict: with ``"certified"``, refuse (:class:`SensitivityError`) a model the certified
+            bound does not cover, decided from public information only: no ``loss`` declared,
+            modules with parameters after the TorchLayer, or a structure the probe cannot
+            check. Without ``strict`` these give a :class:`PrivacyWarning`. Whether a clip
+            binds during training is never raised (it depends on the private batch).
         adaptive_clipping: settings of ``"adaptive"`` (``target_unclipped_quantile``,
             ``clipbound_learning_rate``, ``min_clipbound``, ``max_clipbound``,
             ``initial_clipbound``, ``unclipped_num_std``).
@@ -272,6 +507,9 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
             its share of the data set (rate q, a seed of its own), the clipped sums are
             all-reduced and the noise is added once. The ledger is the single-process one.
         preprocessing_note: which data-dependent preprocessing is not protected.
+        criterion: optional ``(outputs, targets) -> loss``, the loss the loop back-propagates;
+            probed on a synthetic batch and refused if one row's gradient depends on another
+            (:func:`check_per_example_loss`).
 
     Returns:
         tuple: ``(GradSampleModule, QShiftDPOptimizer, DataLoader)`` — the loader
@@ -279,10 +517,12 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         holds the accounting and ``optimizer.sensitivity`` the certified bound (or ``None``).
 
     Raises:
-        ValueError: for invalid privacy parameters or settings.
+        ValueError: for invalid privacy parameters or settings, a loader with its own sampler,
+            or a ``criterion`` that couples examples.
         SensitivityError: for a QNode whose diff method is not the private transform, a
-            trainable parameter without per-example gradients, or an unboundable circuit
-            under ``"certified"``.
+            trainable parameter without per-example gradients, a module Opacus's
+            ``ModuleValidator`` refuses, an unboundable circuit under ``"certified"``, or
+            (``strict``) a model the certified bound does not cover.
         NotImplementedError: for a credit mode without certified clipping.
 
     Example:
@@ -291,12 +531,16 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         ...                            {"weights": (1, 2, 3)})
         >>> data = torch.utils.data.TensorDataset(torch.zeros(20, 2), torch.ones(20))
         >>> loader = torch.utils.data.DataLoader(data, batch_size=5)
+        >>> from pennylane_qshiftdp.losses import LinearLoss
         >>> model, opt, loader = make_private(layer, torch.optim.SGD(layer.parameters(), lr=0.1),
-        ...     loader, target_epsilon=1.0, target_delta=1e-5, epochs=1, seed=0)
+        ...     loader, target_epsilon=1.0, target_delta=1e-5, epochs=1, seed=0,
+        ...     loss=LinearLoss())
         >>> round(opt.max_grad_norm, 6)  # Δ of ⟨Z0⟩ with 6 weights, linear loss
         2.44949
     """
     check_epsilon(target_epsilon, "target_epsilon")
+    adjacency = check_choice(adjacency, "adjacency", ADJACENCIES)
+    factor = 2.0 if adjacency == "replace_one" else 1.0
     user_loss = loss
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"`optimizer` must be a torch.optim.Optimizer. Found "
@@ -328,7 +572,7 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
     quantum = {id(p) for layer in layers for p in layer.parameters() if p.requires_grad}
     classical = [p for p in trainable if id(p) not in quantum]
 
-    dataset = data_loader.dataset
+    dataset, sampler_note = _private_dataset(data_loader)
     n = len(dataset)
     batch_size = data_loader.batch_size
     if batch_size is None or batch_size < 1:
@@ -353,7 +597,7 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
                 "initial_clipbound") is None:
             try:  # the certified bound is a natural first clip norm; any value is private
                 sens = _layer_sensitivity(module, layers[0], dataset[0][0],
-                                          loss=loss or LinearLoss(), adjacency=adjacency,
+                                          loss=loss or LinearLoss(), adjacency="add_remove",
                                           jacobian_bound=jacobian_bound)
             except (SensitivityError, ValueError, NotImplementedError):
                 sens = None
@@ -363,10 +607,16 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
                              f"{len(layers)}; pass a float clip norm instead.")
         loss = LinearLoss() if loss is None else loss
         sens = _layer_sensitivity(module, layers[0], dataset[0][0], loss=loss,
-                                  adjacency=adjacency, jacobian_bound=jacobian_bound)
+                                  adjacency="add_remove", jacobian_bound=jacobian_bound)
     if user_loss is not None and max_grad_norm not in ("certified", "public"):
         warnings.warn("`loss` is used only with max_grad_norm='certified' or 'public'; the clip "
                       "norm bounds the gradients here.", PrivacyWarning, stacklevel=2)
+    coverage = None
+    if max_grad_norm == "certified":
+        coverage = _certified_coverage(module, layers[0], dataset[0][0], user_loss, strict)
+    if criterion is not None:
+        probe_out = _output_shape(module, dataset[0][0])
+        check_per_example_loss(criterion, probe_out, dataset[0][1])
     adaptive = None
     public_clip = None
     if max_grad_norm == "certified":
@@ -478,6 +728,10 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         "randomness": _randomness(secure_mode, seed),
         "planned_steps": steps,
     }
+    if sampler_note is not None:
+        extra["sampling_subset"] = sampler_note
+    if coverage is not None:
+        extra["certified_coverage"] = coverage
     if sens is not None:
         extra["sensitivity"] = sens.as_dict()
     if floor is not None:
@@ -487,7 +741,8 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         warnings.simplefilter("always", PrivacyWarning)
         ledger = PrivacyLedger(
             target_epsilon=target_epsilon, target_delta=target_delta, noise_multiplier=sigma,
-            sample_rate=sample_rate, sensitivity=clip, adjacency=adjacency, credit_mode=credit,
+            sample_rate=sample_rate, sensitivity=factor * clip, adjacency=adjacency,
+            credit_mode=credit,
             beta=beta, accountant=accountant, dataset_size=n,
             preprocessing_note=preprocessing_note, extra=extra,
         )
@@ -506,12 +761,14 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         for p in module.parameters():
             torch.distributed.broadcast(p.data, src=0)
     loader_gen = torch.Generator().manual_seed(loader_seed)
-    dp_loader = _poisson_loader(data_loader, sample_rate, loader_gen, distributed)
+    dp_loader = _poisson_loader(data_loader, dataset, sample_rate, loader_gen, distributed)
     gs_module = GradSampleModule(module, batch_first=True, loss_reduction=loss_reduction)
+    # Poisson sampling: a second backward pass before step() raises (as Opacus's PrivacyEngine).
+    gs_module.forbid_grad_accumulation()
     private_opt = QShiftDPOptimizer(
         optimizer, noise_multiplier=sigma, max_grad_norm=clip,
         expected_batch_size=expected_batch_size, clip_groups=clip_groups,
-        certified=max_grad_norm == "certified", strict=strict, credit=credit,
+        certified=max_grad_norm == "certified", adjacency=adjacency, credit=credit,
         credit_layer=layers[0] if credit != "none" else None, recorder=recorder, beta=beta,
         steps=steps, variance_floor=variance_floor, noise_floor_multiplier=floor,
         adaptive_clipping=adaptive, generator=gen, secure_mode=secure_mode, ledger=ledger,

@@ -7,8 +7,10 @@ A subclass of :class:`opacus.optimizers.DPOptimizer`, so schedulers, ``zero_grad
 2. clips every example's gradient (Opacus's ``p.grad_sample``) to L2 norm at most ``C`` — one
    flat clip norm, or one per group of parameters (``clip_groups``; the noise then uses
    :math:`C = \sqrt{\sum_g C_g^2}`), or an adaptive quantile clip norm (Andrew et al.,
-   arXiv:1905.03871) whose unclipped count is divided by the *expected* batch size;
-3. adds Gaussian noise of standard deviation :math:`\sigma C` per coordinate; with a
+   arXiv:1905.03871) whose centred unclipped count is divided by the *expected* batch size;
+   a non-finite per-example gradient contributes zero;
+3. adds Gaussian noise of standard deviation :math:`\sigma C` per coordinate
+   (:math:`2\sigma C` under replace-one adjacency); with a
    shot-noise credit mode the quantum coordinates get exactly the floor
    :math:`\sigma_{\mathrm{floor}} C` instead (a level that never depends on the batch) and the
    batch's credited shot noise only enters the *credited* noise multiplier;
@@ -23,8 +25,14 @@ backward pass) adds the full noise and counts as a step.
 
 With ``certified=True`` the clip norm is the a-priori bound Δ of the parameter-shift gradient
 (:func:`~pennylane_qshiftdp.sensitivity`): for a certified model no clip binds, and a clip that
-binds means the declared bound was wrong; it is counted in the step record (and raises
-:class:`~pennylane_qshiftdp.exceptions.SensitivityError` with ``strict=True``).
+binds means the declared bound was wrong; it is counted in the step record as a diagnostic
+(never raised: whether a clip binds depends on the private batch).
+
+One ``step()`` per backward pass over one Poisson batch: accumulating several batches, or
+several backward passes over one batch, is refused before anything changes (as Opacus's
+``PrivacyEngine`` does under Poisson sampling), and so is a step after drawing more than one
+batch from the Poisson loader. The budget check follows the noise multiplier actually set
+(``optimizer.noise_multiplier``, e.g. by an Opacus noise scheduler), which is data-independent.
 """
 
 from __future__ import annotations
@@ -39,16 +47,18 @@ from opacus.optimizers import DPOptimizer
 
 from ._validation import (
     check_beta,
+    check_choice,
     check_nonnegative_float,
     check_positive_float,
     check_positive_int,
 )
-from .accountant import PrivacyLedger
-from .exceptions import PrivacyBudgetExceededError, PrivacyWarning, SensitivityError
+from .accountant import ADJACENCIES, PrivacyLedger
+from .exceptions import PrivacyBudgetExceededError, PrivacyWarning
 from .noise import CREDIT_MODES, confidence_multiplier, shot_noise_credit
 from .shot_statistics import ShotRecorder
 
-__all__ = ["QShiftDPOptimizer", "StepRecord", "secure_normal", "count_noise_multiplier"]
+__all__ = ["QShiftDPOptimizer", "StepRecord", "PUBLIC_RECORD_KEYS", "SECURE_NOISE_DRAWS",
+           "secure_normal", "count_noise_multiplier"]
 
 # A per-example norm above C·(1 + _BIND_RTOL) counts as a binding clip (float rounding of the
 # a-priori bound is far below this).
@@ -58,28 +68,25 @@ _MIN_PUBLIC_CLIP = 1e-6
 
 
 class StepRecord(dict):
-    """What one step clipped, added and credited (a dict: JSON-friendly)."""
+    """What one step clipped, added and credited (a dict: JSON-friendly).
 
-
-def secure_normal(size: int) -> np.ndarray:
-    r"""Standard normal float64 draws from the operating system's CSPRNG (``os.urandom``).
-
-    Box–Muller on 53-bit uniforms read from ``os.urandom``: nothing is seeded, so
-    ``torch.manual_seed`` or ``numpy.random.seed`` cannot reproduce the draws. (Opacus's own
-    ``secure_mode`` needs torchcsprng, which does not install with torch 2.13; opacus#504.)
-
-    Args:
-        size: number of draws, ≥ 0.
-
-    Returns:
-        np.ndarray: shape ``(size,)``, float64.
-
-    Example:
-        >>> secure_normal(3).shape
-        (3,)
+    Only the keys in :data:`PUBLIC_RECORD_KEYS` are data-independent (or DP releases); the
+    others (batch size, clipped and non-finite counts, gradient SNR, shot-variance estimates)
+    depend on the private batch and are diagnostics, not protected.
     """
-    if size <= 0:
-        return np.zeros(0)
+
+
+#: Step-record keys that do not depend on the private batch (or are DP releases).
+PUBLIC_RECORD_KEYS = frozenset({
+    "step", "credit_mode", "certified", "adjacency", "proven_noise_multiplier",
+    "noise_multiplier", "noise_std", "sensitivity", "artificial_variance_mean",
+    "target_variance", "clip_norm", "clip_norms", "next_clip_norm",
+    "released_centred_unclipped_count", "epsilon",
+})
+
+
+def _box_muller(size: int) -> np.ndarray:
+    """``size`` standard normal float64 draws by Box–Muller on 53-bit ``os.urandom`` uniforms."""
     m = (size + 1) // 2
     raw = np.frombuffer(os.urandom(16 * m), dtype=np.uint64).reshape(2, m)
     u1 = ((raw[0] >> np.uint64(11)).astype(np.float64) + 1.0) * 2.0**-53  # (0, 1]
@@ -89,13 +96,55 @@ def secure_normal(size: int) -> np.ndarray:
     return z[:size]
 
 
+#: Secure mode sums this many independent standard normal draws per coordinate and divides by
+#: its square root (2n with n = 2, as Opacus's ``_generate_noise``; Holohan & Braghin,
+#: arXiv:2107.10138, §5.1).
+SECURE_NOISE_DRAWS = 4
+
+
+def secure_normal(size: int) -> np.ndarray:
+    r"""Standard normal float64 draws from the OS's CSPRNG, resistant to floating-point attacks.
+
+    Each draw is :math:`(Z_1 + Z_2 + Z_3 + Z_4)/2` with independent Box–Muller normals
+    :math:`Z_j` built from 53-bit uniforms read from ``os.urandom``. One Box–Muller draw leaves
+    gaps in the set of representable outputs that reveal the noiseless value (Mironov's attack
+    on the Laplace mechanism, carried to the Gaussian by Holohan & Braghin); the sum of
+    :math:`2n` draws raises the attack's cost to :math:`2^{53(2n-1)}` — :math:`2^{159}` for
+    :math:`n = 2`, the choice of Opacus's ``secure_mode`` (``opacus/optimizers/optimizer.py``,
+    ``_generate_noise``). Nothing is seeded, so ``torch.manual_seed`` or ``numpy.random.seed``
+    cannot reproduce the draws. (Opacus's own ``secure_mode`` needs torchcsprng, which does not
+    install with torch 2.13; opacus#504.)
+
+    Args:
+        size: number of draws, ≥ 0.
+
+    Returns:
+        np.ndarray: shape ``(size,)``, float64, each draw :math:`\mathcal N(0, 1)`.
+
+    References:
+        Holohan & Braghin, "Secure Random Sampling in Differential Privacy", arXiv:2107.10138,
+        §5.1; Opacus ``opacus/optimizers/optimizer.py`` (``_generate_noise``, ``secure_mode``).
+
+    Example:
+        >>> secure_normal(3).shape
+        (3,)
+        >>> secure_normal(0).shape
+        (0,)
+    """
+    if size <= 0:
+        return np.zeros(0)
+    draws = _box_muller(SECURE_NOISE_DRAWS * size).reshape(SECURE_NOISE_DRAWS, size)
+    return draws.sum(axis=0) / math.sqrt(SECURE_NOISE_DRAWS)
+
+
 def count_noise_multiplier(noise_multiplier: float, expected_batch_size: float) -> float:
     r"""Noise std :math:`\sigma_b` of the unclipped count in adaptive (quantile) clipping.
 
     Rule (chosen here): :math:`\sigma_b = \max(qN/20, 2\sigma)`. Andrew et al.
-    (arXiv:1905.03871, Theorem 1) release the count with std :math:`\sigma_b` and the gradient
-    sum with :math:`\sigma_\Delta = (\sigma^{-2} - (2\sigma_b)^{-2})^{-1/2}`, together as
-    private as one Gaussian release with multiplier :math:`\sigma`; this needs
+    (arXiv:1905.03871, Theorem 1) release the *centred* count :math:`\sum_i (b_i - 1/2)`
+    (sensitivity 1/2 under add/remove) with std :math:`\sigma_b` and the gradient sum with
+    :math:`\sigma_\Delta = (\sigma^{-2} - (2\sigma_b)^{-2})^{-1/2}`, together as private as
+    one Gaussian release with multiplier :math:`\sigma`; this needs
     :math:`2\sigma_b > \sigma`. Their default :math:`qN/20` fails for ordinary jobs (ε = 4,
     16 epochs, batch 16 gives σ ≈ 2.56 > 2·0.8). With :math:`\sigma_b \ge 2\sigma` the gradient
     noise grows by at most :math:`1/\sqrt{1 - 1/16} - 1 \approx 3.3\,\%`.
@@ -130,10 +179,14 @@ class QShiftDPOptimizer(DPOptimizer):
         clip_groups: optional list of ``(parameters, clip_norm)``: each group's part of every
             per-example gradient is clipped to its own norm (per-layer clipping); the noise
             uses :math:`C = \sqrt{\sum_g C_g^2}`. Every optimised parameter must be in a group.
-        certified: the clip norms are certified a-priori bounds (a binding clip is a defect):
-            ``True``/``False`` for all groups, or one bool per clip group.
-        strict: with ``certified``, raise :class:`SensitivityError` on a binding clip (before
-            any noise is drawn or the parameters change).
+        certified: the clip norms are certified a-priori bounds (a binding clip is a defect,
+            counted as a diagnostic): ``True``/``False`` for all groups, or one bool per clip
+            group. A binding clip never raises: a refusal that fires only when some private
+            example is present would itself leak it (``make_private(strict=True)`` checks the
+            model against the bound from public information instead).
+        adjacency: ``"add_remove"`` (default) or ``"replace_one"``: a replaced example moves
+            the clipped sum by up to :math:`2C` (and the centred adaptive count by 1), so the
+            noise is :math:`2\sigma C` (and :math:`2\sigma_b`) in every clip mode.
         credit: shot-noise credit mode (``"none"``, ``"depolarizing"``, ``"adaptive"``,
             ``"isotropic"``); needs ``certified`` and ``credit_layer``.
         credit_layer: the :class:`pennylane.qnn.TorchLayer` whose weights get the credit.
@@ -157,7 +210,11 @@ class QShiftDPOptimizer(DPOptimizer):
         confidence: ``"gaussian"`` or ``"cantelli"`` multiplier for the adaptive credit.
         outcome_range: ``(lo, hi)`` of every single-shot outcome of the measured observable
             (the adaptive bound's range; default ``(-1, 1)``, Pauli words).
-        loss_reduction: ``"mean"`` or ``"sum"`` (as in Opacus).
+        loss_reduction: ``"mean"`` or ``"sum"`` (as in Opacus). Every ``step()`` must follow
+            exactly one backward pass over one Poisson batch: several backward passes
+            (gradient accumulation, or a main and an auxiliary loss back-propagated
+            separately) are refused; back-propagate ``(main + aux)`` once instead, so each
+            example's contributions are summed before it is clipped.
         clip_norm_fn: optional callable ``step -> C`` giving a clip norm from public
             information (e.g. :func:`~pennylane_qshiftdp.public_clip.domain_gradient_bound`);
             called every ``clip_refresh_steps`` steps before clipping (flat clipping only).
@@ -166,6 +223,12 @@ class QShiftDPOptimizer(DPOptimizer):
             group: each process clips the per-example gradients of its share of the Poisson
             batch, the clipped sums are all-reduced, and the noise is drawn once (by rank 0)
             and shared, so every process takes the same step.
+
+    Per-example gradients that are not finite (an input or label NaN or inf) contribute
+    zero: their clip factor is 0, so no release is ever NaN or inf. How many there were is a
+    diagnostic (``last_record["nonfinite_examples"]``), not protected, and nothing warns about
+    it at run time (a warning that fires only on the data set holding the bad example would
+    reveal it).
 
     Raises:
         ValueError: for invalid σ, C, batch size, credit settings or adaptive-clipping
@@ -190,7 +253,7 @@ class QShiftDPOptimizer(DPOptimizer):
 
     def __init__(self, optimizer: torch.optim.Optimizer, *, noise_multiplier: float,
                  max_grad_norm: float, expected_batch_size: float, clip_groups=None,
-                 certified: bool = False, strict: bool = False, credit: str = "none",
+                 certified: bool = False, adjacency: str = "add_remove", credit: str = "none",
                  credit_layer=None, recorder: ShotRecorder | None = None, beta: float = 0.0,
                  steps: int | None = None, variance_floor: float = 0.0,
                  noise_floor_multiplier: float | None = None, adaptive_clipping=None,
@@ -235,7 +298,9 @@ class QShiftDPOptimizer(DPOptimizer):
                              f"({len(grouped)}). Found {certified!r}.")
         self._certified_flags = flags
         self.certified = flags[0] if flags else False
-        self.strict = bool(strict)
+        self.adjacency = check_choice(adjacency, "adjacency", ADJACENCIES)
+        #: 2 under replace-one adjacency (a replaced example moves the sum by 2C), else 1.
+        self.sensitivity_factor = 2.0 if self.adjacency == "replace_one" else 1.0
 
         if credit not in CREDIT_MODES:
             raise ValueError(f"`credit` must be one of {CREDIT_MODES}. Found {credit!r}.")
@@ -300,12 +365,14 @@ class QShiftDPOptimizer(DPOptimizer):
         self._scale_iterations = 1
         self._loader = None
         self._loader_count = 0
+        self._loader_workers = 0
         self._warned_loader = False
 
     def attach_loader(self, loader) -> None:
         """The Poisson loader whose batches the steps must come from (warns otherwise)."""
         self._loader = loader.batch_sampler
         self._loader_count = getattr(self._loader, "batches_drawn", 0)
+        self._loader_workers = int(getattr(loader, "num_workers", 0) or 0)
     # ------------------------------------------------------------------ configuration
     def _configure_adaptive(self, cfg, sigma, expected_batch_size):
         if len(self.clip_groups) != 1:
@@ -322,17 +389,30 @@ class QShiftDPOptimizer(DPOptimizer):
         sigma_b = cfg.get("unclipped_num_std")
         sigma_b = (count_noise_multiplier(sigma, expected_batch_size) if sigma_b is None
                    else check_positive_float(sigma_b, "unclipped_num_std"))
-        if 2.0 * sigma_b <= sigma:
+        self.adaptive_clipping = {
+            "target_unclipped_quantile": float(gamma), "clipbound_learning_rate": eta,
+            "min_clipbound": lo, "max_clipbound": hi, "unclipped_num_std": float(sigma_b),
+        }
+        self.adaptive_clipping["gradient_noise_multiplier"] = self._gradient_noise_multiplier(
+            sigma)
+
+    def _gradient_noise_multiplier(self, sigma: float) -> float:
+        r"""σ_Δ of the gradient sum so that (gradient, centred count) is one Gaussian at σ.
+
+        Andrew et al., arXiv:1905.03871, Theorem 1: the clipped sum (sensitivity C, std
+        :math:`\sigma_\Delta C`) and the centred count :math:`\sum_i(b_i - 1/2)` (sensitivity
+        1/2, std :math:`\sigma_b`) together have the privacy of one Gaussian mechanism with
+        multiplier :math:`(\sigma_\Delta^{-2} + (2\sigma_b)^{-2})^{-1/2}`; setting that to σ
+        needs :math:`2\sigma_b > \sigma`, refused otherwise.
+        """
+        sigma_b = self.adaptive_clipping["unclipped_num_std"]
+        if not 2.0 * sigma_b > sigma:
             raise ValueError(
                 f"Adaptive clipping needs 2·unclipped_num_std > noise_multiplier (Andrew et al., "
                 f"arXiv:1905.03871, Thm. 1). Found 2·{sigma_b:g} <= {sigma:g}; omit "
                 f"`unclipped_num_std` to use max(qN/20, 2σ)."
             )
-        self.adaptive_clipping = {
-            "target_unclipped_quantile": float(gamma), "clipbound_learning_rate": eta,
-            "min_clipbound": lo, "max_clipbound": hi, "unclipped_num_std": float(sigma_b),
-            "gradient_noise_multiplier": (sigma**-2 - (2.0 * sigma_b) ** -2) ** -0.5,
-        }
+        return (sigma**-2 - (2.0 * sigma_b) ** -2) ** -0.5
 
     # ------------------------------------------------------------------ noise
     def _standard_normal(self, n: int) -> torch.Tensor:
@@ -346,6 +426,37 @@ class QShiftDPOptimizer(DPOptimizer):
         if self.distributed:
             torch.distributed.all_reduce(z, op=torch.distributed.ReduceOp.SUM)
         return z
+
+    def _check_one_batch(self) -> None:
+        """Refuse a step over several backward passes or several Poisson batches.
+
+        Opacus stores ``p.grad_sample`` as a list after a second backward pass without a step.
+        Each pass's rows would be clipped separately, so an example present in two passes
+        would contribute 2C against noise σC; and several Poisson batches before one step are
+        not one step of the sampled Gaussian mechanism at rate q. Whether this happens
+        depends on the loop only, never on the data.
+        """
+        for p in self.params:
+            gs = getattr(p, "grad_sample", None)
+            if isinstance(gs, list) and len(gs) > 1:
+                raise ValueError(
+                    f"optimizer.step() after {len(gs)} backward passes: per-example gradients "
+                    f"of several backward passes would be clipped separately (an example in "
+                    f"two of them would count twice), and several Poisson batches per step are "
+                    f"not accounted. Call optimizer.step() after every backward pass; for a "
+                    f"main and an auxiliary loss back-propagate their sum once; for large "
+                    f"batches use Opacus's BatchMemoryManager. No step was taken."
+                )
+        if self._loader is None or self._loader_workers:
+            return  # with worker processes the loader prefetches: its count is not per step
+        drawn = getattr(self._loader, "batches_drawn", 0) - self._loader_count
+        if drawn > 1:
+            raise ValueError(
+                f"optimizer.step() after drawing {drawn} batches from the Poisson-sampling "
+                f"loader: the ledger accounts one batch (rate q) per step. Call "
+                f"optimizer.step() once per batch (BatchMemoryManager splits a large batch "
+                f"without breaking this). No step was taken."
+            )
 
     def _check_loader(self) -> None:
         """Warn once when a step used no batch of the Poisson loader make_private returned."""
@@ -371,7 +482,8 @@ class QShiftDPOptimizer(DPOptimizer):
         ops = torch.distributed
         for p in self.params:
             ops.all_reduce(p.summed_grad, op=ops.ReduceOp.SUM)
-        keys = ("batch_examples", "clipped", "certified_bound_violations", "unclipped")
+        keys = ("batch_examples", "clipped", "certified_bound_violations", "unclipped",
+                "nonfinite_examples")
         counts = torch.tensor([float(self._step_stats.get(k, 0)) for k in keys],
                               dtype=torch.float64)
         ops.all_reduce(counts, op=ops.ReduceOp.SUM)
@@ -396,9 +508,20 @@ class QShiftDPOptimizer(DPOptimizer):
         return batch
 
     def clip_and_accumulate(self):
-        """Per-example clipping (per group), binding-clip count, adaptive-clipping count."""
+        """Per-example clipping (per group); non-finite examples zeroed; diagnostic counts."""
         samples = [self._get_flat_grad_sample(p) for p in self.params]
         batch = len(samples[0]) if samples else 0
+        # An example whose gradient has a NaN or inf anywhere contributes zero: its clip factor
+        # is 0 and its rows are replaced by zeros (0·inf would be NaN). This depends on that
+        # example alone, so the sum keeps sensitivity C.
+        finite = torch.ones(batch, dtype=torch.bool)
+        for g in samples if batch else []:
+            finite &= torch.isfinite(g.reshape(batch, -1)).all(dim=1).cpu()
+        nonfinite = int(batch - finite.sum())
+        if nonfinite:
+            samples = [torch.where(finite.to(g.device).view(-1, *[1] * (g.dim() - 1)), g,
+                                   torch.zeros((), dtype=g.dtype, device=g.device))
+                       for g in samples]
         index = {id(p): i for i, p in enumerate(self.params)}
         factors = {}
         bound_count, largest_ratio = 0, 0.0
@@ -411,9 +534,9 @@ class QShiftDPOptimizer(DPOptimizer):
                 norms = torch.zeros(0, dtype=torch.float64)
             else:
                 norms = torch.stack(
-                    [samples[index[id(p)]].reshape(batch, -1).double().norm(2, dim=-1)
+                    [samples[index[id(p)]].reshape(batch, -1).double().norm(2, dim=-1).cpu()
                      for p in group], dim=1).norm(2, dim=1)
-                factor = (norm / (norms + 1e-6)).clamp(max=1.0)
+                factor = (norm / (norms + 1e-6)).clamp(max=1.0) * finite
             binding = norms > norm * (1.0 + _BIND_RTOL)
             unclipped = int((~binding).sum())
             if certified:
@@ -423,18 +546,13 @@ class QShiftDPOptimizer(DPOptimizer):
             clipped_any = binding if clipped_any is None else clipped_any | binding
             for p in group:
                 factors[id(p)] = factor
-        if self.certified and self.strict and bound_count:
-            raise SensitivityError(
-                f"{bound_count} example(s) exceeded the certified bound (largest norm "
-                f"{largest_ratio:.6g}× the clip norm): the declared loss or observable bound "
-                f"is wrong. No step was taken."
-            )
         for p, g in zip(self.params, samples, strict=True):
             grad = torch.einsum("i,i...", factors[id(p)].to(g.device, p.dtype), g.to(p.dtype))
             p.summed_grad = grad if p.summed_grad is None else p.summed_grad + grad
             p.grad_sample = None
         stats = self._step_stats
         stats["batch_examples"] = stats.get("batch_examples", 0) + batch
+        stats["nonfinite_examples"] = stats.get("nonfinite_examples", 0) + nonfinite
         stats["certified_bound_violations"] = (stats.get("certified_bound_violations", 0)
                                                + bound_count)
         stats["clipped"] = stats.get("clipped", 0) + (int(clipped_any.sum())
@@ -467,20 +585,24 @@ class QShiftDPOptimizer(DPOptimizer):
     def add_noise(self):
         r"""Add Gaussian noise whose level never depends on the batch.
 
-        Without credit: std σC on every coordinate. With a credit mode: std σ_floor·C on the
-        credited (quantum) coordinates, *whatever the credit*, and σC elsewhere. The noise
-        level must not depend on the current batch: two Gaussians whose variances differ
-        between neighbouring data sets are distinguishable through the variance alone (for σ
-        vs σ_floor of the audit setting, δ(ε = 3) ≈ 6·10⁻³ with identical means; docs/noise.md).
-        The shot noise credited for the batch only enters the *credited* noise multiplier
-        :math:`\sigma^{cr}_t = \sqrt{\min_k(\mathrm{added}_k + \mathrm{credit}_k)}/C`, an
+        Without credit: std :math:`\sigma s C` on every coordinate, :math:`s` = 2 under
+        replace-one adjacency and 1 otherwise (the largest change one example makes to the
+        clipped sum is :math:`sC`). With a credit mode: std :math:`\sigma_{floor} s C` on the
+        credited (quantum) coordinates, *whatever the credit*, and :math:`\sigma s C`
+        elsewhere. The noise level must not depend on the current batch: two Gaussians whose
+        variances differ between neighbouring data sets are distinguishable through the
+        variance alone (for σ vs σ_floor of the audit setting, δ(ε = 3) ≈ 6·10⁻³ with
+        identical means; docs/noise.md). The shot noise credited for the batch only enters
+        the *credited* noise multiplier
+        :math:`\sigma^{cr}_t = \sqrt{\min_k(\mathrm{added}_k + \mathrm{credit}_k)}/(sC)`, an
         approximation reported beside the proven one.
         """
         clip = self.max_grad_norm
+        scale = self.sensitivity_factor * clip  # the sensitivity the noise is calibrated for
         sigma = self.noise_multiplier
         if self.adaptive_clipping is not None:
-            sigma = self.adaptive_clipping["gradient_noise_multiplier"]
-        target_var = (sigma * clip) ** 2
+            sigma = self._gradient_noise_multiplier(self.noise_multiplier)
+        target_var = (sigma * scale) ** 2
         credit = self._credit()
         credit_ids = {id(p) for p in self._credit_params}
         min_mult, min_total, offset = math.inf, math.inf, 0
@@ -491,7 +613,7 @@ class QShiftDPOptimizer(DPOptimizer):
             total, mult = var, sigma
             if id(p) in credit_ids:  # data-independent: the floor, whatever the batch
                 mult = self.noise_floor_multiplier
-                var = torch.full((n,), (self.noise_floor_multiplier * clip) ** 2,
+                var = torch.full((n,), (self.noise_floor_multiplier * scale) ** 2,
                                  dtype=torch.float64)
                 c = (torch.as_tensor(credit.credit[offset:offset + n], dtype=torch.float64)
                      if credit is not None else torch.zeros(n, dtype=torch.float64))
@@ -513,15 +635,19 @@ class QShiftDPOptimizer(DPOptimizer):
             proven = credited = self.noise_multiplier  # adaptive: Thm. 1, count + gradient at σ
         else:
             proven = min_mult
-            credited = max(math.sqrt(min_total) / clip, proven)
+            credited = max(math.sqrt(min_total) / scale, proven)
         self._step_stats.update(
             proven_noise_multiplier=float(proven),
             credited_noise_multiplier=float(credited),
+            noise_multiplier=float(self.noise_multiplier),
+            noise_std=float(sigma * scale),
+            sensitivity=float(scale),
             artificial_variance_mean=added_total / max(coords, 1),
             gradient_snr=math.sqrt(signal / added_total) if added_total > 0 else math.inf,
             credited_variance_mean=credited_total / max(coords, 1),
-            target_variance=(self.noise_multiplier * clip) ** 2,
+            target_variance=(self.noise_multiplier * scale) ** 2,
             clip_norm=clip,
+            clip_norms=[float(c) for _, c in self.clip_groups],
             shot_variance_estimate_mean=(float(credit.estimate.mean()) if credit is not None
                                          else 0.0),
             shot_variance_lower_bound_mean=(float(credit.lower_bound.mean())
@@ -529,15 +655,24 @@ class QShiftDPOptimizer(DPOptimizer):
         )
 
     def _update_clip_norm(self):
-        """Quantile update; the noisy unclipped count is divided by the *expected* batch size."""
+        r"""Quantile update from the *centred* noisy unclipped count (Andrew et al.).
+
+        Released: :math:`\tilde b = \sum_i (b_i - 1/2) + s\sigma_b z` (sensitivity 1/2 under
+        add/remove, 1 under replace-one, :math:`s` the adjacency factor), the sensitivity
+        Theorem 1 of arXiv:1905.03871 assumes; the unclipped fraction is estimated as
+        :math:`\tilde b/(qN) + 1/2`, divided by the *expected* batch size.
+        """
         cfg = self.adaptive_clipping
-        noisy = self._step_stats.get("unclipped", 0) + cfg["unclipped_num_std"] * float(
+        stats = self._step_stats
+        centred = stats.get("unclipped", 0) - 0.5 * stats.get("batch_examples", 0)
+        noisy = centred + self.sensitivity_factor * cfg["unclipped_num_std"] * float(
             self._standard_normal(1)[0])
-        frac = noisy / (self.expected_batch_size * self._scale_iterations)
+        frac = noisy / (self.expected_batch_size * self._scale_iterations) + 0.5
         new = self.max_grad_norm * math.exp(
             -cfg["clipbound_learning_rate"] * (frac - cfg["target_unclipped_quantile"]))
         self.max_grad_norm = min(max(new, cfg["min_clipbound"]), cfg["max_clipbound"])
-        self._step_stats["next_clip_norm"] = self.max_grad_norm
+        stats["released_centred_unclipped_count"] = float(noisy)
+        stats["next_clip_norm"] = self.max_grad_norm
 
     def scale_grad(self):
         """Divide by the expected batch size (times accumulated virtual steps)."""
@@ -558,14 +693,28 @@ class QShiftDPOptimizer(DPOptimizer):
         if not self._is_last_step_skipped:
             self._step_stats = {}
 
+    def _check_noise_multiplier(self) -> float:
+        """The σ actually set (a scheduler may change it), checked before the step."""
+        sigma = check_positive_float(self.noise_multiplier, "optimizer.noise_multiplier")
+        if self.noise_floor_multiplier is not None and self.noise_floor_multiplier >= sigma:
+            raise ValueError(
+                f"`noise_multiplier` was set to {sigma:g}, not above the credit's noise floor "
+                f"{self.noise_floor_multiplier:g}; no step was taken.")
+        if self.adaptive_clipping is not None:
+            self._gradient_noise_multiplier(sigma)
+        return sigma
+
     def pre_step(self, closure=None) -> bool:
         """Clip, noise, scale and charge the ledger (Opacus's pre-step)."""
-        if self.ledger is not None and self.ledger.would_exceed(1):
+        sigma = self._check_noise_multiplier()
+        if self.ledger is not None and self.ledger.would_exceed(1, noise_multiplier=sigma):
             raise PrivacyBudgetExceededError(
-                f"Stopping before step {self.ledger.steps + 1}: it would spend "
-                f"ε = {self.ledger.epsilon_after(1):.4f} > target "
+                f"Stopping before step {self.ledger.steps + 1}: at noise_multiplier "
+                f"{sigma:g} it would spend ε = "
+                f"{self.ledger.epsilon_after(1, noise_multiplier=sigma):.4f} > target "
                 f"{self.ledger.target_epsilon:.4f}."
             )
+        self._check_one_batch()
         self._ensure_grad_samples()
         self._scale_iterations = self.accumulated_iterations
         if self.clip_norm_fn is not None and not self._is_last_step_skipped and self.history and (
@@ -587,7 +736,8 @@ class QShiftDPOptimizer(DPOptimizer):
         self._is_last_step_skipped = False
         stats = self._step_stats
         if self.ledger is not None:
-            self.ledger.step(proven_noise_multiplier=stats["proven_noise_multiplier"],
+            self.ledger.step(noise_multiplier=sigma,
+                             proven_noise_multiplier=stats["proven_noise_multiplier"],
                              credited_noise_multiplier=(stats["credited_noise_multiplier"]
                                                         if self.credit != "none" else None))
         record = StepRecord(
@@ -599,16 +749,20 @@ class QShiftDPOptimizer(DPOptimizer):
                               if stats.get("batch_examples") else 0.0),
             certified_bound_violations=stats.get("certified_bound_violations", 0),
             largest_certified_norm_ratio=stats.get("largest_norm_ratio", 0.0),
+            nonfinite_examples=stats.get("nonfinite_examples", 0),
             certified=self.certified,
+            adjacency=self.adjacency,
             **{k: stats[k] for k in ("proven_noise_multiplier", "credited_noise_multiplier",
+                                     "noise_multiplier", "noise_std", "sensitivity",
                                      "artificial_variance_mean",
                                      "credited_variance_mean", "target_variance", "clip_norm",
-                                     "gradient_snr",
+                                     "clip_norms", "gradient_snr",
                                      "shot_variance_estimate_mean",
                                      "shot_variance_lower_bound_mean")},
         )
-        if "next_clip_norm" in stats:
-            record["next_clip_norm"] = stats["next_clip_norm"]
+        for key in ("next_clip_norm", "released_centred_unclipped_count"):
+            if key in stats:
+                record[key] = stats[key]
         if self.ledger is not None:
             record["epsilon"] = self.ledger.epsilon
             record["credited_epsilon"] = self.ledger.credited_epsilon
@@ -621,9 +775,10 @@ class QShiftDPOptimizer(DPOptimizer):
         """Clip, noise and step; returns the wrapped optimizer's return value.
 
         Raises:
-            PrivacyBudgetExceededError: if the ledger's target would be exceeded (before any
-                change to the parameters).
-            SensitivityError: for a binding certified clip with ``strict=True``.
+            PrivacyBudgetExceededError: if the ledger's target would be exceeded at the noise
+                multiplier currently set (before any change to the parameters).
+            ValueError: after several backward passes or Poisson batches without a step, or
+                for a noise multiplier the clip mode cannot use (before any change).
         """
         if closure is not None:
             with torch.enable_grad():
@@ -633,19 +788,54 @@ class QShiftDPOptimizer(DPOptimizer):
         return None
 
     # ------------------------------------------------------------------ persistence
-    def state_dict(self):
-        """Wrapped optimizer state plus the step history, clip norm and generator state."""
+    def state_dict(self, *, diagnostics: bool = False):
+        """Everything the next step depends on, for an exact resume.
+
+        The wrapped optimizer's state, the noise multiplier currently set (a scheduler may have
+        changed it), every clip norm the noise depends on (the flat one and each clip group's,
+        adaptive or public ones included), the noise generator's state, the ledger, and the
+        step history. The history keeps only data-independent fields (or releases: the
+        adaptive clip norm) unless ``diagnostics=True``; counts of clipped or non-finite
+        examples depend on the private batch and are not protected.
+
+        Args:
+            diagnostics: also keep the data-dependent fields of the step records.
+
+        Returns:
+            dict: read back by :meth:`load_state_dict`.
+        """
+        keep = None if diagnostics else PUBLIC_RECORD_KEYS
         return {
             "optimizer": self.original_optimizer.state_dict(),
-            "history": [dict(r) for r in self.history],
+            "history": [{k: v for k, v in r.items() if keep is None or k in keep}
+                        for r in self.history],
             "max_grad_norm": self.max_grad_norm,
+            "clip_norms": [float(c) for _, c in self.clip_groups],
+            "noise_multiplier": float(self.noise_multiplier),
             "generator": self.generator.get_state() if self.generator is not None else None,
+            "ledger": self.ledger.state_dict() if self.ledger is not None else None,
         }
 
     def load_state_dict(self, state_dict) -> None:
-        """Restore what :meth:`state_dict` saved."""
+        """Restore what :meth:`state_dict` saved.
+
+        Raises:
+            ValueError: if the saved clip groups do not match this optimizer's.
+        """
         self.original_optimizer.load_state_dict(state_dict["optimizer"])
         self.history = [StepRecord(r) for r in state_dict["history"]]
+        self.last_record = self.history[-1] if self.history else None
         self.max_grad_norm = float(state_dict["max_grad_norm"])
+        norms = state_dict.get("clip_norms")
+        if norms is not None:
+            if len(norms) != len(self.clip_groups):
+                raise ValueError(f"`clip_norms` has {len(norms)} entries; this optimizer has "
+                                 f"{len(self.clip_groups)} clip groups.")
+            self.clip_groups = [(g, float(c))
+                                for (g, _), c in zip(self.clip_groups, norms, strict=True)]
+        if state_dict.get("noise_multiplier") is not None:
+            self.noise_multiplier = float(state_dict["noise_multiplier"])
         if state_dict.get("generator") is not None and self.generator is not None:
             self.generator.set_state(state_dict["generator"])
+        if state_dict.get("ledger") is not None and self.ledger is not None:
+            self.ledger.load_state_dict(state_dict["ledger"])

@@ -129,16 +129,19 @@ def test_budget_is_checked_before_the_step():
     assert ledger.epsilon == pytest.approx(fresh.get_epsilon(1e-5), rel=1e-12)
 
 
-def test_strict_certified_clip_raises_before_any_change():
+def test_binding_certified_clip_is_counted_never_raised():
+    """Issue 21: a refusal that fires only when an offending example is present leaks it."""
     model = _linear()
-    opt = _opt(model, certified=True, strict=True, max_grad_norm=1.0)
+    opt = _opt(model, certified=True, max_grad_norm=1.0)
     w = next(model.parameters())
     before = w.detach().clone()
     opt.zero_grad()
     model(torch.full((2, 3), 5.0, dtype=torch.float64)).mean().backward()
-    with pytest.raises(qs.SensitivityError, match="exceeded the certified bound"):
-        opt.step()
-    assert torch.equal(before, w.detach())
+    opt.step()
+    assert not torch.equal(before, w.detach())
+    assert opt.last_record["certified_bound_violations"] == 2
+    with pytest.raises(TypeError, match="strict"):
+        _opt(model, certified=True, strict=True)
 
 
 def test_per_group_clipping_and_noise_scale():
@@ -202,15 +205,30 @@ def _all_clipped_step(opt_factory, n_examples):
     return float(opt.max_grad_norm)
 
 
-def test_adaptive_clip_bound_does_not_depend_on_the_realised_batch_size():
-    """opacus#420/#571: the next clip bound must not leak the Poisson batch size."""
+def test_adaptive_clip_bound_follows_only_the_released_centred_count():
+    """opacus#420/#571: the next clip bound must not leak the Poisson batch size beyond the DP
+    release: it is a closed-form function of the released centred count sum(b_i - 1/2) + noise,
+    divided by the *expected* batch size (never the realised one)."""
     def ours(model):
         return _opt(model, expected_batch_size=8.0, max_grad_norm=1.0,
                     adaptive_clipping={"target_unclipped_quantile": 0.5,
                                        "clipbound_learning_rate": 0.2},
                     generator=torch.Generator().manual_seed(5))
 
-    assert _all_clipped_step(ours, 4) == _all_clipped_step(ours, 12)
+    for n in (4, 12):
+        model = _linear(2)
+        opt = ours(model)
+        opt.zero_grad()
+        model(torch.full((n, 2), 100.0, dtype=torch.float64)).mean().backward()
+        opt.step()
+        released = opt.last_record["released_centred_unclipped_count"]
+        sigma_b = opt.adaptive_clipping["unclipped_num_std"]
+        gen = torch.Generator().manual_seed(5)
+        torch.randn(2, generator=gen, dtype=torch.float64)  # the gradient noise, drawn first
+        z = float(torch.randn(1, generator=gen, dtype=torch.float64)[0])
+        assert released == pytest.approx(0 - n / 2 + sigma_b * z, rel=1e-12)
+        expected = math.exp(-0.2 * (released / 8.0 + 0.5 - 0.5))
+        assert opt.max_grad_norm == pytest.approx(expected, rel=1e-12)
 
     def stock(model):  # Opacus 1.6's AdaClipDPOptimizer divides by the realised batch size
         return AdaClipDPOptimizer(torch.optim.SGD(model.parameters(), lr=1.0),
