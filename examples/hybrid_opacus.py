@@ -103,7 +103,7 @@ def main(argv=None) -> int:
 
     # The soft-margin loss and the trainable output layer are not the linear loss that Δ was
     # certified for, so a quantum clip can bind; it is counted (the guarantee holds anyway,
-    # the clip is enforced) and would be raised with strict=True.
+    # the clip is enforced); make_private warned about it up front (strict=True refuses it).
     print(f"certified clips that bound: {violations}")
     print(optimizer.ledger.statement())
     assert optimizer.ledger.epsilon <= args.epsilon
