@@ -47,7 +47,9 @@ from .public_clip import domain_gradient_bound
 from .sensitivity import Sensitivity, sensitivity
 from .shot_statistics import ShotRecorder
 
-__all__ = ["make_private", "CLIP_MODES", "DEFAULT_PROVEN_EPSILON_FACTOR"]
+__all__ = [
+    "make_private", "check_per_example_loss", "CLIP_MODES", "DEFAULT_PROVEN_EPSILON_FACTOR",
+]
 
 #: Accepted string values of ``max_grad_norm`` (a positive float is fixed DP-SGD clipping).
 CLIP_MODES = ("certified", "public", "adaptive")

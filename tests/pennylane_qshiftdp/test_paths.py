@@ -15,6 +15,8 @@ import numpy as np
 import pennylane as qml
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opacus import GradSampleModule
 from opacus.schedulers import ExponentialNoise
 from opacus.validators import ModuleValidator
@@ -256,6 +258,46 @@ def test_replace_one_adaptive_count_noise_is_doubled():
     centred = opt.last_record["released_centred_unclipped_count"]
     centred1 = opt1.last_record["released_centred_unclipped_count"]
     assert centred - centred1 == pytest.approx(sigma_b * z, rel=1e-9)  # 2σ_b z vs σ_b z
+
+
+def _hand_step(rows, *, clip, adjacency, groups=False, seed=0):
+    """One QShiftDPOptimizer step on per-example gradients set by hand: (release, optimizer)."""
+    a = torch.nn.Parameter(torch.zeros(2, dtype=torch.float64))
+    b = torch.nn.Parameter(torch.zeros(1, dtype=torch.float64))
+    clip_groups = [([a], clip), ([b], 0.5 * clip)] if groups else None
+    opt = qs.QShiftDPOptimizer(torch.optim.SGD([a, b], lr=1.0), noise_multiplier=1.3,
+                               max_grad_norm=clip, expected_batch_size=1.0,
+                               clip_groups=clip_groups, adjacency=adjacency,
+                               loss_reduction="sum", generator=torch.Generator().manual_seed(seed))
+    g = torch.as_tensor(rows, dtype=torch.float64).reshape(-1, 3)
+    a.grad_sample, b.grad_sample = g[:, :2].clone(), g[:, 2:].clone()
+    opt.step()
+    return -torch.cat([a.detach(), b.detach()]), opt
+
+
+_finite = st.floats(-1e3, 1e3, allow_nan=False)
+_any = st.one_of(_finite, st.sampled_from([float("nan"), float("inf"), -float("inf")]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(st.lists(_any, min_size=3, max_size=3), min_size=1, max_size=6),
+       new=st.lists(_any, min_size=3, max_size=3), clip=st.floats(0.01, 10.0),
+       adjacency=st.sampled_from(["add_remove", "replace_one"]), groups=st.booleans())
+def test_property_one_example_moves_the_release_by_at_most_the_calibrated_sensitivity(
+        rows, new, clip, adjacency, groups):
+    """For any per-example gradients (NaN and inf included), the same noise seed, and the
+    neighbour of the adjacency (last row removed, or replaced by ``new``): the release moves by
+    at most the sensitivity s·C the noise σ·s·C is calibrated for, and is always finite."""
+    rel, opt = _hand_step(rows, clip=clip, adjacency=adjacency, groups=groups)
+    other = rows[:-1] + [new] if adjacency == "replace_one" else rows[:-1]
+    rel2, _ = _hand_step(other if other else np.zeros((0, 3)), clip=clip, adjacency=adjacency,
+                         groups=groups)
+    c = opt.max_grad_norm
+    sens = opt.ledger.sensitivity if opt.ledger else opt.last_record["sensitivity"]
+    assert sens == pytest.approx((2.0 if adjacency == "replace_one" else 1.0) * c, rel=1e-12)
+    assert opt.last_record["noise_std"] == pytest.approx(1.3 * sens, rel=1e-12)
+    assert torch.isfinite(rel).all() and torch.isfinite(rel2).all()
+    assert float((rel - rel2).norm()) <= sens * (1 + 1e-6)
 
 
 # ------------------------------------------------------------------ 3. non-finite values
