@@ -10,7 +10,6 @@ from pennylane.gradients.parameter_shift import _expand_transform_param_shift
 __all__ = [
     "contract_qjac_with_cjac",
     "expand_transform_param_shift",
-    "install_torch_layer_evaluation",
     "reseed_device",
 ]
 
@@ -35,30 +34,3 @@ def reseed_device(device, seed_sequence) -> None:
             f"seeded resume needs default.qubit or lightning.qubit."
         )
     rng.bit_generator.state = np.random.default_rng(seed_sequence).bit_generator.state
-
-
-def install_torch_layer_evaluation(evaluate, applies) -> None:
-    """Route ``TorchLayer._evaluate_qnode`` through ``evaluate`` for the layers it applies to.
-
-    ``TorchLayer._evaluate_qnode`` (private in PennyLane 0.45) evaluates the QNode for a batch.
-    For layers with ``applies(layer)`` true (QNodes using the private transform), ``evaluate``
-    runs first; when it returns ``None`` PennyLane's own evaluation runs. Every other
-    TorchLayer is untouched. Idempotent.
-    """
-    from pennylane.qnn import TorchLayer
-
-    original = TorchLayer._evaluate_qnode
-    if getattr(original, "_qshiftdp_wrapped", False):
-        return
-
-    def _evaluate_qnode(self, x):
-        if applies(self):
-            out = evaluate(self, x)
-            if out is not None:
-                return out
-        return original(self, x)
-
-    _evaluate_qnode._qshiftdp_wrapped = True
-    _evaluate_qnode.__wrapped__ = original
-    _evaluate_qnode.__doc__ = original.__doc__
-    TorchLayer._evaluate_qnode = _evaluate_qnode
