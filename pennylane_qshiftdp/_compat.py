@@ -8,6 +8,7 @@ from pennylane.gradients.gradient_transform import contract_qjac_with_cjac
 from pennylane.gradients.parameter_shift import _expand_transform_param_shift
 
 __all__ = [
+    "OPACUS_FUNCTORCH_ATTRIBUTE",
     "contract_qjac_with_cjac",
     "expand_transform_param_shift",
     "reseed_device",
@@ -34,3 +35,15 @@ def reseed_device(device, seed_sequence) -> None:
             f"seeded resume needs default.qubit or lightning.qubit."
         )
     rng.bit_generator.state = np.random.default_rng(seed_sequence).bit_generator.state
+
+
+#: The attribute Opacus 1.6's ``opacus.grad_sample.functorch.prepare_layer`` sets on a layer
+#: whose per-example gradients it will compute with torch.func (``grad_sample_mode=
+#: "functorch"``, or a layer without a registered grad sampler); there is no public way to
+#: ask a GradSampleModule which mode a layer is in.
+OPACUS_FUNCTORCH_ATTRIBUTE = "ft_compute_sample_grad"
+
+
+def prepared_for_functorch(module) -> bool:
+    """Whether Opacus prepared ``module`` for torch.func per-example gradients."""
+    return OPACUS_FUNCTORCH_ATTRIBUTE in module.__dict__

@@ -35,7 +35,7 @@ from opacus.grad_sample import register_grad_sampler
 from opacus.validators import register_module_fixer, register_module_validator
 from opacus.validators.errors import UnsupportedModuleError
 
-from . import quantum_layer
+from . import _compat, quantum_layer
 from .exceptions import SensitivityError
 from .quantum_layer import check_private_qnode, uses_private_transform
 
@@ -142,6 +142,10 @@ class TorchLayer(qml.qnn.TorchLayer):
                 per-example evaluation does not support (the message says what is).
         """
         weights = self._weights()
+        if _compat.prepared_for_functorch(self) and torch.is_grad_enabled():
+            raise NotImplementedError(_mode_message(
+                "Opacus prepared this pennylane_qshiftdp TorchLayer for torch.func "
+                "(grad_sample_mode='functorch')"))
         if not uses_private_transform(self.qnode):  # changed after construction: PennyLane's
             return super().forward(inputs)
         grad = torch.is_grad_enabled() and (inputs.requires_grad
