@@ -2,13 +2,15 @@ r"""Differentially private training of parameterized quantum circuits (Q-ShiftDP
 
 The parameter-shift gradient of an expectation value is bounded a priori: :func:`param_shift`
 computes it from finite shots and records per-circuit shot statistics, and :func:`sensitivity`
-bounds each example's gradient. Importing this package registers an Opacus grad sampler for
-:class:`pennylane.qnn.TorchLayer`, so Opacus trains quantum and hybrid models;
+bounds each example's gradient. :class:`qnn.TorchLayer` is the quantum layer (PennyLane's, with
+one circuit execution per training step); importing this package registers its Opacus grad
+sampler and an Opacus ``ModuleValidator`` rule and fixer for :class:`pennylane.qnn.TorchLayer`
+(nothing of PennyLane's or Opacus's is replaced), so Opacus trains quantum and hybrid models;
 :func:`make_private` is the Q-ShiftDP front end of Opacus (clipping at the certified bound by
 default, noise calibrated by an Opacus accountant; arXiv:2602.02962).
 """
 
-from . import audit, losses, sampling
+from . import audit, losses, qnn, sampling
 from .accountant import PrivacyLedger
 from .calibration import calibrate_noise_multiplier, compute_epsilon, plan_shots
 from .data import Dataset, load_dataset
@@ -45,6 +47,7 @@ __all__ = [
     "calibrate_noise_multiplier",
     "domain_gradient_bound",
     "plan_shots",
+    "qnn",
     "sampling",
     "set_shot_sampling",
     "use_exact_law",

@@ -8,9 +8,9 @@ from pennylane.gradients.gradient_transform import contract_qjac_with_cjac
 from pennylane.gradients.parameter_shift import _expand_transform_param_shift
 
 __all__ = [
+    "OPACUS_FUNCTORCH_ATTRIBUTE",
     "contract_qjac_with_cjac",
     "expand_transform_param_shift",
-    "install_torch_layer_evaluation",
     "reseed_device",
 ]
 
@@ -37,28 +37,13 @@ def reseed_device(device, seed_sequence) -> None:
     rng.bit_generator.state = np.random.default_rng(seed_sequence).bit_generator.state
 
 
-def install_torch_layer_evaluation(evaluate, applies) -> None:
-    """Route ``TorchLayer._evaluate_qnode`` through ``evaluate`` for the layers it applies to.
+#: The attribute Opacus 1.6's ``opacus.grad_sample.functorch.prepare_layer`` sets on a layer
+#: whose per-example gradients it will compute with torch.func (``grad_sample_mode=
+#: "functorch"``, or a layer without a registered grad sampler); there is no public way to
+#: ask a GradSampleModule which mode a layer is in.
+OPACUS_FUNCTORCH_ATTRIBUTE = "ft_compute_sample_grad"
 
-    ``TorchLayer._evaluate_qnode`` (private in PennyLane 0.45) evaluates the QNode for a batch.
-    For layers with ``applies(layer)`` true (QNodes using the private transform), ``evaluate``
-    runs first; when it returns ``None`` PennyLane's own evaluation runs. Every other
-    TorchLayer is untouched. Idempotent.
-    """
-    from pennylane.qnn import TorchLayer
 
-    original = TorchLayer._evaluate_qnode
-    if getattr(original, "_qshiftdp_wrapped", False):
-        return
-
-    def _evaluate_qnode(self, x):
-        if applies(self):
-            out = evaluate(self, x)
-            if out is not None:
-                return out
-        return original(self, x)
-
-    _evaluate_qnode._qshiftdp_wrapped = True
-    _evaluate_qnode.__wrapped__ = original
-    _evaluate_qnode.__doc__ = original.__doc__
-    TorchLayer._evaluate_qnode = _evaluate_qnode
+def prepared_for_functorch(module) -> bool:
+    """Whether Opacus prepared ``module`` for torch.func per-example gradients."""
+    return OPACUS_FUNCTORCH_ATTRIBUTE in module.__dict__

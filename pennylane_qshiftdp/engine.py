@@ -36,7 +36,7 @@ from opacus.utils.uniform_sampler import (
 from opacus.validators import ModuleValidator
 from torch.utils.data._utils.collate import default_collate
 
-from . import quantum_layer
+from . import qnn, quantum_layer
 from ._validation import check_choice, check_epsilon, check_positive_float, check_sample_rate
 from .accountant import ADJACENCIES, PrivacyLedger
 from .calibration import calibrate_noise_multiplier, epochs_to_steps
@@ -453,7 +453,10 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
     Args:
         module: a ``torch.nn.Module``; its TorchLayers' QNodes must use
             :func:`~pennylane_qshiftdp.param_shift`; other trainable layers must be supported
-            by Opacus.
+            by Opacus. PennyLane's :class:`pennylane.qnn.TorchLayer`\ s are first replaced, in
+            place, by :class:`pennylane_qshiftdp.qnn.TorchLayer` holding the same Parameter
+            objects (:func:`~pennylane_qshiftdp.qnn.convert_torch_layers`, the Opacus fixer), so
+            ``optimizer`` stays valid; the returned module wraps the converted one.
         optimizer: a ``torch.optim.Optimizer`` over the module's trainable parameters.
         data_loader: a loader over a map-style dataset of ``(x, y)``; ``1/len(data_loader)``
             is the Poisson sampling rate q (Opacus's convention). Its sampler may be sequential,
@@ -564,6 +567,9 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
             "make_private). Pass a fresh module, or call remove_hooks() on the returned "
             "GradSampleModule first."
         )
+    # PennyLane TorchLayers with a private QNode -> the product's layer (Opacus's fixer, in
+    # place: the optimizer's Parameter objects are kept).
+    module = qnn.convert_torch_layers(module)
     layers = _torch_layers(module)
     _check_supported(module, layers)
     trainable = [p for p in module.parameters() if p.requires_grad]

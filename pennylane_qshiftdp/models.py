@@ -22,6 +22,7 @@ import pennylane as qml
 import torch
 
 from ._validation import check_nonnegative_float, check_positive_int
+from .qnn import TorchLayer
 from .shot_statistics import ShotRecorder
 from .transform import param_shift, validate_shots
 
@@ -251,8 +252,8 @@ class QuantumClassifier(torch.nn.Module):
                     tensor[-1, neutral_readout_wire(n_qubits, layers), :2] = math.pi / 2
             return tensor
 
-        self.qlayer = qml.qnn.TorchLayer(self.qnode, {"weights": (layers, n_qubits, 3)},
-                                         init_method=init)
+        self.qlayer = TorchLayer(self.qnode, {"weights": (layers, n_qubits, 3)},
+                                 init_method=init)
 
     def _readouts(self, x: torch.Tensor) -> torch.Tensor:
         """The TorchLayer's outputs as ``(B, n_outputs)`` (``(n_outputs,)`` for one example)."""

@@ -47,9 +47,8 @@ import warnings
 import numpy as np
 import pennylane as qml
 import torch
-from opacus.grad_sample import register_grad_sampler
 
-from . import _compat, sampling
+from . import sampling
 from .exceptions import SensitivityError
 from .shot_statistics import ShotRecorder, active_recorder
 from .transform import (
@@ -67,6 +66,7 @@ __all__ = [
     "check_private_qnode",
     "evaluate_layer",
     "torch_layer_grad_sampler",
+    "uses_private_transform",
 ]
 
 # Offset applied to broadcast parameters to check that a shift rule is a pure additive shift.
@@ -145,6 +145,7 @@ class LayerEvaluation:
         single_output: the QNode returns one scalar (``expval``/``var``) per example, so the
             TorchLayer returns shape ``(B,)``.
         output_sizes: number of outputs of each measurement (the columns of ``outputs``).
+        output_scalars: per measurement, whether it is one number per example (expval, var).
     """
 
     outputs: torch.Tensor
@@ -156,6 +157,7 @@ class LayerEvaluation:
     inputs_ptr: tuple
     single_output: bool
     output_sizes: tuple = ()
+    output_scalars: tuple = ()
 
     def parameter_vjp(self, cotangent: torch.Tensor) -> torch.Tensor:
         """Per-example ``Σ_m cotangent[b, m] J[b, m, :]``, shape ``(B, n_diff)``."""
@@ -175,22 +177,40 @@ class LayerEvaluation:
         return v[:, self.weight_rows] @ self.weight_jacobian
 
 
-def _num_outputs(mp) -> int:
+def _check_layer_measurements(tape) -> None:
+    """Refuse measurements without a parameter-shift gradient, saying what works."""
+    for mp in tape.measurements:
+        if not isinstance(mp, (qml.measurements.ExpectationMP, qml.measurements.VarianceMP,
+                               qml.measurements.ProbabilityMP)):
+            raise NotImplementedError(
+                f"{_TRANSFORM_NAME}: the TorchLayer's QNode returns `{mp}`, which has no "
+                f"parameter-shift gradient. Supported returns: expval (one, several in a list "
+                f"or tuple, Hamiltonians and sums), var and probs."
+            )
+
+
+def _num_outputs(mp, num_wires: int) -> int:
     if isinstance(mp, (qml.measurements.ExpectationMP, qml.measurements.VarianceMP)):
         return 1
     if isinstance(mp, qml.measurements.ProbabilityMP):
-        return 2 ** len(mp.wires)
+        return 2 ** (len(mp.wires) or num_wires)
     raise NotImplementedError(
         f"{_TRANSFORM_NAME}: a TorchLayer measurement {mp} has no parameter-shift gradient."
     )
 
 
-def _flat(results, batch: int, num_meas: int) -> np.ndarray:
-    """Results of one broadcast tape -> array ``(B, n_out)`` (TorchLayer's hstack order)."""
+def _flat(results, batch: int, num_meas: int) -> tuple[np.ndarray, tuple]:
+    """Results of one broadcast tape -> array ``(B, n_out)`` (measurements side by side) and
+    the number of columns of each measurement."""
     parts = [results] if num_meas == 1 else list(results)
-    return np.concatenate(
-        [np.asarray(qml.math.toarray(r), dtype=float).reshape(batch, -1) for r in parts], axis=1
-    )
+    cols = [np.asarray(qml.math.toarray(r), dtype=float).reshape(batch, -1) for r in parts]
+    return np.concatenate(cols, axis=1), tuple(c.shape[1] for c in cols)
+
+
+def _scalars(tape) -> tuple:
+    """Per measurement, whether it returns one number per example (``expval``, ``var``)."""
+    return tuple(isinstance(mp, (qml.measurements.ExpectationMP, qml.measurements.VarianceMP))
+                 for mp in tape.measurements)
 
 
 def _jacobian_array(grad, batch: int, num_meas: int, num_params: int) -> np.ndarray:
@@ -200,8 +220,8 @@ def _jacobian_array(grad, batch: int, num_meas: int, num_params: int) -> np.ndar
     for g in per_meas:
         per_param = [g] if num_params == 1 else list(g)
         cols = [np.asarray(qml.math.toarray(a), dtype=float) for a in per_param]
-        # each column: (B,) or (d, B) for probs -> (B, d)
-        cols = [c.reshape(-1, batch).T if c.ndim > 1 else c.reshape(batch, 1) for c in cols]
+        # each column: (B,) or, for probs, (B, d) (PennyLane keeps the batch axis first)
+        cols = [c.reshape(batch, -1) for c in cols]
         blocks.append(np.stack(cols, axis=-1))  # (B, d_m, n_params)
     return np.concatenate(blocks, axis=1)
 
@@ -271,20 +291,94 @@ def _unbroadcast(params, broadcast, offset=0.0):
             for i, p in enumerate(params)]
 
 
+def _op_params(tape) -> list:
+    """The gate parameters of ``tape`` (the first tape parameters; observables' follow)."""
+    return [d for op in tape.operations for d in op.data]
+
+
 def _shifts(rep_tape, tapes):
-    """Per shifted tape, the parameter offsets relative to ``rep_tape`` (a list of arrays)."""
-    base = [np.asarray(p, dtype=float) for p in rep_tape.get_parameters(trainable_only=False)]
-    return [[np.asarray(p, dtype=float) - b
-             for p, b in zip(t.get_parameters(trainable_only=False), base, strict=True)]
-            for t in tapes]
+    """Per shifted tape, the gate-parameter offsets relative to ``rep_tape`` (arrays).
+
+    PennyLane's shifted tapes keep the gates of ``rep_tape`` and move their parameters; their
+    measurements may differ (a variance's rule measures ``expval`` and ``expval(O²)``).
+    """
+    base = [np.asarray(p, dtype=float) for p in _op_params(rep_tape)]
+    sig = [(op.name, op.wires, len(op.data)) for op in rep_tape.operations]
+    out = []
+    for t in tapes:
+        if [(op.name, op.wires, len(op.data)) for op in t.operations] != sig:
+            raise NotImplementedError(
+                f"{_TRANSFORM_NAME}: a shifted circuit of this TorchLayer changes the gates "
+                f"(not only their parameters); the per-example evaluation needs shift rules "
+                f"that move gate parameters (PennyLane's qubit gates, custom shifts)."
+            )
+        out.append([np.asarray(p, dtype=float) - b
+                    for p, b in zip(_op_params(t), base, strict=True)])
+    return out
 
 
-def _offset_rows(shifts, rep):
-    """Per tape parameter, its offsets in the forward circuit (zero) and each shifted tape,
-    stacked: an array ``(1 + number of shifted tapes, *shape)``."""
-    params = rep.get_parameters(trainable_only=False)
-    return [np.stack([np.zeros_like(np.asarray(p, dtype=float)), *(s[k] for s in shifts)])
-            for k, p in enumerate(params)]
+@dataclasses.dataclass
+class _ShiftRule:
+    """PennyLane's shifted circuits of one circuit structure, as offsets and measurements.
+
+    Attributes:
+        shifts: per shifted tape, per gate parameter, the offset from the forward circuit.
+        fn: the transform's processing function (results of the shifted tapes -> gradient).
+        measurements: per shifted tape, its measurements.
+        groups: the forward circuit (index 0) and the shifted ones (index ``t + 1``) grouped by
+            measurements: ``[(measurements, indices, offsets)]`` with ``offsets`` per gate
+            parameter an array ``(len(indices), *shape)`` (for exact-law merging).
+    """
+
+    shifts: list
+    fn: object
+    measurements: list
+    groups: list
+
+    @property
+    def num_tapes(self) -> int:
+        return len(self.shifts)
+
+
+def _make_rule(rep, g_tapes, fn) -> _ShiftRule:
+    shifts = _shifts(rep, g_tapes)
+    zero = [np.zeros_like(np.asarray(p, dtype=float)) for p in _op_params(rep)]
+    all_mps = [list(rep.measurements)] + [list(t.measurements) for t in g_tapes]
+    all_offsets = [zero, *shifts]
+    keys, groups = {}, []
+    for c, mps in enumerate(all_mps):
+        key = tuple(mp.hash for mp in mps)
+        if key not in keys:
+            keys[key] = len(groups)
+            groups.append((mps, []))
+        groups[keys[key]][1].append(c)
+    groups = [(mps, idx, [np.stack([all_offsets[c][k] for c in idx]) for k in range(len(zero))])
+              for mps, idx in groups]
+    return _ShiftRule(shifts, fn, all_mps[1:], groups)
+
+
+def _shifted_tapes(fwd, rule: _ShiftRule, np_params) -> list:
+    """The broadcast shifted tapes: ``fwd``'s gates with each rule's offsets, its measurements."""
+    n_op = len(_op_params(fwd))
+    idx = list(range(n_op))
+    return [fwd.copy(measurements=mps).bind_new_parameters(
+                [p + d for p, d in zip(np_params[:n_op], s, strict=True)], idx)
+            for s, mps in zip(rule.shifts, rule.measurements, strict=True)]
+
+
+def _execute_exact_law(fwd, rule: _ShiftRule, device) -> list:
+    """Forward and shifted circuits under exact-law sampling: per group of circuits with the
+    same measurements, one merged analytic evaluation (one group for expval models)."""
+    results = [None] * (1 + rule.num_tapes)
+    n_op = len(_op_params(fwd))
+    for mps, idx, offsets in rule.groups:
+        template = fwd.copy(measurements=mps)
+        obs_params = template.get_parameters(trainable_only=False)[n_op:]
+        full = list(offsets) + [np.zeros((len(idx), *np.shape(p))) for p in obs_params]
+        for c, r in zip(idx, sampling._execute(template, None, device, offsets=full),
+                        strict=True):
+            results[c] = r
+    return results
 
 
 def _cacheable(op) -> bool:
@@ -319,12 +413,11 @@ def _shift_rule(layer, rep, diff_idx, x_idx):
     if key in cache:
         return cache[key]
     g_tapes, fn = _pennylane_tapes(rep)
-    shifts = _shifts(rep, g_tapes)
-    rule = (shifts, fn, len(g_tapes), _offset_rows(shifts, rep))
+    rule = _make_rule(rep, g_tapes, fn)
     cacheable = all(_cacheable(op) for op, t in zip(rep.operations, ops_of, strict=True) if t)
     if not (cacheable or x_idx):
         return rule
-    params = rep.get_parameters(trainable_only=False)
+    params = _op_params(rep)
     probed = rep.bind_new_parameters(
         [np.asarray(p, dtype=float) + _ADDITIVITY_PROBE if i in trainable else p
          for i, p in enumerate(params)], list(range(len(params))))
@@ -333,8 +426,11 @@ def _shift_rule(layer, rep, diff_idx, x_idx):
     moved = set()
     if len(g2) != len(g_tapes):
         moved = set(trainable)
+    elif [[mp.hash for mp in t.measurements] for t in g2] != [
+            [mp.hash for mp in mps] for mps in rule.measurements]:
+        moved = set(trainable)
     else:
-        for s1, s2 in zip(shifts, _shifts(probed, g2), strict=True):
+        for s1, s2 in zip(rule.shifts, _shifts(probed, g2), strict=True):
             moved |= {i for i, (a, b) in enumerate(zip(s1, s2, strict=True))
                       if not np.allclose(a, b, atol=_SHIFT_ATOL)}
     if moved & set(x_idx):
@@ -411,7 +507,8 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
     x_idx = [i for i, (on_x, _, _) in enumerate(deps) if on_x] if input_grad else []
     diff_idx = sorted(w_idx + x_idx)
     broadcast = {i for i, (on_x, _, _) in enumerate(deps) if on_x}
-    single_output = len(tape.measurements) == 1 and _num_outputs(tape.measurements[0]) == 1
+    _check_layer_measurements(tape)
+    single_output = len(tape.measurements) == 1 and _scalars(tape)[0]
 
     np_params = [np.asarray(p.detach().numpy() if isinstance(p, torch.Tensor) else p)
                  for p in params]
@@ -431,16 +528,16 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
     if not diff_idx:
         [res] = (sampling.execute_exact_law([fwd], device) if exact
                  else qml.execute([fwd], device, diff_method=None))
-        out = _flat(res, batch if fwd.batch_size else 1, num_meas)
+        out, sizes = _flat(res, batch if fwd.batch_size else 1, num_meas)
         out = np.broadcast_to(out, (batch, out.shape[1]))
         return LayerEvaluation(torch.as_tensor(out.copy()), torch.zeros(batch, out.shape[1], 0,
                                dtype=torch.float64), [], wjac, [], [],
                                (inputs.data_ptr(), tuple(inputs.shape)), single_output,
-                               tuple(_num_outputs(mp) for mp in tape.measurements))
+                               sizes, _scalars(tape))
 
     rep = fwd.bind_new_parameters(_unbroadcast(np_params, broadcast), list(range(len(np_params))))
     rep.trainable_params = diff_idx
-    shifts, fn, num_tapes, offsets = _shift_rule(layer, rep, diff_idx, x_idx)
+    rule = _shift_rule(layer, rep, diff_idx, x_idx)
     recorder = _recorder_of(qnode)
     per_tape = 1
     if recorder is not None:
@@ -460,23 +557,21 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
     if exact:
         # Analytic circuits merged into broadcast tapes, estimates drawn from the exact law
         # (it refuses the observables that recording would rewrite into samples).
-        results = sampling._execute(fwd, None, device, offsets=offsets)
+        results = _execute_exact_law(fwd, rule, device)
     else:
-        shifted = [fwd.bind_new_parameters([p + d for p, d in zip(np_params, s, strict=True)],
-                                           list(range(len(np_params))))
-                   for s in shifts]
+        shifted = _shifted_tapes(fwd, rule, np_params)
         if recorder is not None:
             shifted, per_tape = _rewrite(shifted, plans, tape.shots)
         results = qml.execute([fwd, *shifted], device, diff_method=None)
     res_batch = batch if fwd.batch_size else 1
-    out = _flat(results[0], res_batch, num_meas)
+    out, sizes = _flat(results[0], res_batch, num_meas)
     if recorder is not None:
         rep_b = rep.copy()
         grad = _post_process_recording(results[1:], tape=rep_b, plans=plans,
-                                       num_tapes=num_tapes, per_tape=per_tape, fn=fn,
+                                       num_tapes=rule.num_tapes, per_tape=per_tape, fn=rule.fn,
                                        recorder=recorder)
     else:
-        grad = fn(results[1:])
+        grad = rule.fn(results[1:])
     jac = _jacobian_array(grad, res_batch, num_meas, len(diff_idx))
     if res_batch != batch:
         out = np.broadcast_to(out, (batch, out.shape[1])).copy()
@@ -490,7 +585,8 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
         input_jacobians=input_jacs,
         inputs_ptr=(inputs.data_ptr(), tuple(inputs.shape)),
         single_output=single_output,
-        output_sizes=tuple(_num_outputs(mp) for mp in tape.measurements),
+        output_sizes=sizes,
+        output_scalars=_scalars(tape),
     )
 
 
@@ -502,7 +598,8 @@ class _FusedLayerFunction(torch.autograd.Function):
         ctx.ev = ev
         ctx.weight_meta = [(w.shape, w.dtype) for w in weights]
         ctx.x_dtype = x.dtype
-        return ev.outputs.to(x.dtype)
+        # a copy: ``ev.outputs`` stays a leaf (the evaluation deep-copies with its layer)
+        return ev.outputs.to(x.dtype, copy=True)
 
     @staticmethod
     def backward(ctx, grad_out):
@@ -521,42 +618,105 @@ class _FusedLayerFunction(torch.autograd.Function):
         return (None, grad_x, *grads)
 
 
-def _torch_layer_layout(out: torch.Tensor, sizes, unbatched: bool):
-    """Rows ``(B, n_out)`` -> what ``TorchLayer._evaluate_qnode`` returns.
+def uses_private_transform(qnode) -> bool:
+    """Whether ``qnode`` is differentiated by :func:`~pennylane_qshiftdp.param_shift`."""
+    return getattr(qnode, "diff_method", None) is param_shift
 
-    One measurement: ``(B,)`` for a scalar, ``(B, d)`` otherwise. Several measurements: a tuple
-    of ``(B, d_m)`` blocks (``TorchLayer.forward`` stacks them to ``(n_meas, B, d)``). An
-    unbatched input drops the batch axis of each part.
-    """
-    if len(sizes) <= 1:
-        out = out.reshape(-1) if sum(sizes) == 1 else out
-        return out[0] if unbatched else out
+
+def _split(rows: torch.Tensor, sizes, scalars) -> list:
+    """Rows ``(B, n_out)`` -> per measurement ``(B,)`` (expval/var) or ``(B, d)``."""
     parts, start = [], 0
-    for d in sizes:
-        part = out[:, start:start + d]
-        parts.append(part[0] if unbatched else part)
+    for d, scalar in zip(sizes, scalars, strict=True):
+        part = rows[:, start:start + d]
+        parts.append(part.reshape(-1) if scalar else part)
         start += d
-    return tuple(parts)
+    return parts
 
 
-def _empty_output(layer, inputs):
-    """Zero-row output connected to the weights (Poisson sampling draws empty batches)."""
+def _output_structure(layer, x):
+    """The pytree structure of the QNode function's return (``qml.pytrees``) and its number
+    of measurements, cached on the layer."""
+    cached = layer.__dict__.get("_qshiftdp_output_structure")
+    if cached is not None:
+        return cached
+    kwargs = {layer.input_arg: x.detach()[0] if x.ndim > 1 and x.shape[0] else x.detach(),
+              **{k: w.detach() for k, w in layer.qnode_weights.items()}}
+    with qml.queuing.AnnotatedQueue():
+        out = layer.qnode.func(**kwargs)
+    leaves, structure = qml.pytrees.flatten(
+        out, is_leaf=lambda obj: isinstance(obj, qml.measurements.MeasurementProcess))
+    layer.__dict__["_qshiftdp_output_structure"] = (structure, len(leaves))
+    return structure, len(leaves)
+
+
+def stacked_parts(layer, x) -> int:
+    """How many parts PennyLane's TorchLayer stacks on a new leading axis (0: none)."""
+    structure, n_leaves = _output_structure(layer, x)
+    res = qml.pytrees.unflatten(list(range(n_leaves)), structure)
+    return len(res) if isinstance(res, tuple) and len(res) > 1 else 0
+
+
+def torch_layer_output(layer, parts: list, inputs: torch.Tensor):
+    """Per-measurement batched results -> PennyLane's TorchLayer output for ``inputs``.
+
+    The QNode function's return structure (list, tuple, one measurement) is rebuilt with
+    :mod:`pennylane.pytrees` as a QNode does, then combined exactly as PennyLane 0.45's
+    ``TorchLayer.forward`` combines a QNode's result (tested against it over a matrix of
+    measurements and batch shapes).
+    """
+    batched = inputs.ndim > 1
+    x = inputs.reshape(-1, inputs.shape[-1]) if batched else inputs
+    if not batched:
+        parts = [p[0] for p in parts]
+    structure, n_leaves = _output_structure(layer, x)
+    if n_leaves != len(parts):
+        raise NotImplementedError(
+            f"The QNode function returns {n_leaves} measurements but its tape "
+            f"has {len(parts)}; the per-example evaluation needs one tape measurement per "
+            f"returned measurement."
+        )
+    res = qml.pytrees.unflatten(parts, structure)
+    if isinstance(res, torch.Tensor):
+        results = res.type(x.dtype)
+    else:
+        def _combine(_res):
+            if len(x.shape) > 1:  # (an empty batch has no -1 to infer: sizes are explicit)
+                _res = [torch.reshape(r, (x.shape[0], int(np.prod(r.shape[1:])))) for r in _res]
+            return torch.hstack(_res).type(x.dtype)
+
+        if isinstance(res, tuple) and len(res) > 1:
+            if all(isinstance(r, torch.Tensor) for r in res):
+                results = tuple(_combine([r]) for r in res)
+            else:
+                results = tuple(_combine(r) for r in res)
+        else:
+            results = _combine(res)
+    if isinstance(results, tuple):
+        if batched:
+            results = [torch.reshape(r, (*inputs.shape[:-1], *r.shape[1:])) for r in results]
+        return torch.stack(results, dim=0)
+    if batched:
+        results = torch.reshape(results, (*inputs.shape[:-1], *results.shape[1:]))
+    return results
+
+
+def empty_parts(layer, inputs) -> list:
+    """Zero-row parts connected to the weights (Poisson sampling draws empty batches)."""
     names = list(layer.qnode_weights)
     x0 = torch.zeros(inputs.shape[-1], dtype=torch.float64)
     kwargs = {layer.input_arg: x0, **{k: layer.qnode_weights[k].detach() for k in names}}
     tapes, _ = qml.workflow.construct_batch(layer.qnode, level="user")(**kwargs)
-    mps = tapes[0].measurements
-    n_out = sum(_num_outputs(mp) for mp in mps)
+    tape = tapes[0]
+    _check_layer_measurements(tape)
+    num_wires = len(layer.qnode.device.wires or tape.wires)
+    sizes = [_num_outputs(mp, num_wires) for mp in tape.measurements]
     zero = sum((w * 0).sum() for w in layer.qnode_weights.values())
-    out = torch.zeros(0, n_out, dtype=inputs.dtype) + zero.to(inputs.dtype)
-    return _torch_layer_layout(out, [_num_outputs(mp) for mp in mps], unbatched=False)
+    out = torch.zeros(0, sum(sizes), dtype=inputs.dtype) + zero.to(inputs.dtype)
+    return _split(out, sizes, _scalars(tape))
 
 
-def _exact_law_forward(layer, inputs):
-    """Outputs without gradients under exact-law shot sampling (``None``: evaluate as usual).
-
-    Returns ``(rows, sizes)``: outputs ``(B, n_out)`` and the size of each measurement.
-    """
+def exact_law_parts(layer, inputs) -> list | None:
+    """Parts without gradients under exact-law shot sampling (``None``: evaluate as usual)."""
     qnode = layer.qnode
     if sampling.shot_sampling(qnode) != "exact_law":
         return None
@@ -571,39 +731,21 @@ def _exact_law_forward(layer, inputs):
     fwd = tape.bind_new_parameters(params, list(range(len(params))))
     [res] = sampling.execute_exact_law([fwd], qnode.device)
     batch = int(inputs.shape[0])
-    out = _flat(res, batch if fwd.batch_size else 1, len(fwd.measurements))
+    out, sizes = _flat(res, batch if fwd.batch_size else 1, len(fwd.measurements))
     out = torch.as_tensor(np.broadcast_to(out, (batch, out.shape[1])).copy()).to(inputs.dtype)
-    return out, [_num_outputs(mp) for mp in fwd.measurements]
+    return _split(out, sizes, _scalars(fwd))
 
 
-def fused_evaluate_qnode(layer, x):
-    """Replacement of ``TorchLayer._evaluate_qnode`` for QNodes using the private transform.
-
-    Returns ``None`` outside autograd (``torch.no_grad()``, or frozen weights and inputs): the
-    caller then evaluates the QNode as PennyLane does (under exact-law shot sampling, see
-    :mod:`~pennylane_qshiftdp.sampling`, the forward circuit is evaluated here instead). With
-    gradients it executes forward and shifted circuits together and keeps the per-example
-    Jacobians for the backward pass and Opacus's grad sampler. An empty batch returns a
-    zero-row output without executing anything.
-    """
-    single = x.ndim == 1
-    xb = x.reshape(1, -1) if single else x
-    if xb.shape[0] == 0:
-        return _empty_output(layer, xb)
-    weights = list(layer.qnode_weights.values())
-    if not (torch.is_grad_enabled()
-            and (x.requires_grad or any(w.requires_grad for w in weights))):
-        res = _exact_law_forward(layer, xb)
-        if res is None:
-            return None
-        return _torch_layer_layout(res[0], res[1], single)
-    ev = evaluate_layer(layer, xb, input_grad=bool(x.requires_grad))
+def fused_parts(layer, x: torch.Tensor, weights: list, *, input_grad: bool) -> list:
+    """Forward and shifted circuits of the batch ``x`` ``(B, n_in)`` in one execution; the
+    per-example Jacobians are kept for the backward pass and Opacus's grad sampler."""
+    ev = evaluate_layer(layer, x, input_grad=input_grad)
     if layer.training:
         pending = layer.__dict__.setdefault("_qshiftdp_pending", [])
         pending.append(ev)
         del pending[:-_MAX_PENDING]
-    out = _FusedLayerFunction.apply(ev, xb, *weights)
-    return _torch_layer_layout(out, ev.output_sizes, single)
+    out = _FusedLayerFunction.apply(ev, x, *weights)
+    return _split(out, ev.output_sizes, ev.output_scalars)
 
 
 def _pop_evaluation(layer, inputs: torch.Tensor) -> LayerEvaluation | None:
@@ -615,55 +757,53 @@ def _pop_evaluation(layer, inputs: torch.Tensor) -> LayerEvaluation | None:
     return None
 
 
-@register_grad_sampler(qml.qnn.TorchLayer)
 def torch_layer_grad_sampler(layer, activations, backprops):
-    r"""Opacus grad sampler for :class:`pennylane.qnn.TorchLayer` (registered on import).
+    r"""Opacus grad sampler of :class:`pennylane_qshiftdp.qnn.TorchLayer` (registered there).
 
     Args:
-        layer: the TorchLayer (its QNode must use :func:`~pennylane_qshiftdp.param_shift`).
-        activations: Opacus's captured inputs, ``[x]`` with ``x`` of shape ``(B, n_in)``.
-        backprops: :math:`\partial\ell_j/\partial f_j` per example, shape ``(B, n_out)`` or
-            ``(B,)`` (already multiplied by the batch size for a mean-reduced loss).
+        layer: the layer (its QNode must use :func:`~pennylane_qshiftdp.param_shift`).
+        activations: Opacus's captured inputs, ``[x]`` with ``x`` of shape ``(B, ..., n_in)``.
+        backprops: :math:`\partial\ell/\partial f`, in the layout of the layer's output
+            (already multiplied by the batch size for a mean-reduced loss).
 
     Returns:
-        dict: per-example gradients ``{weight: tensor of shape (B, *weight.shape)}``.
+        dict: per-example gradients ``{weight: tensor of shape (B, *weight.shape)}`` (rows of
+        extra leading batch dimensions are summed into their example).
 
     Raises:
         SensitivityError: if the QNode's diff method is not the private transform.
     """
     check_private_qnode(layer.qnode)
     x = activations[0]
-    xb = x.reshape(-1, x.shape[-1]) if x.ndim != 2 else x
+    xb = x.reshape(-1, x.shape[-1])
+    n_examples = int(x.shape[0]) if x.ndim > 1 else 1
     weights = dict(layer.qnode_weights)
     if xb.shape[0] == 0:
         layer.__dict__["_qshiftdp_backprops"] = torch.zeros(0, 1, dtype=torch.float64)
         return {w: torch.zeros(0, *w.shape, dtype=w.dtype) for w in weights.values()
                 if w.requires_grad}
-    ev = _pop_evaluation(layer, x)
+    ev = _pop_evaluation(layer, xb)
     if ev is None:
         ev = evaluate_layer(layer, xb)
-    batch = xb.shape[0]
+    rows_n = xb.shape[0]
     rows = backprops.detach()
-    if len(ev.output_sizes) > 1:  # TorchLayer stacked the measurements: (n_meas, B, d)
-        rows = rows.reshape(len(ev.output_sizes), batch, -1).transpose(0, 1)
-    rows = rows.reshape(batch, -1).double()
+    stacked = stacked_parts(layer, xb)
+    if stacked:  # PennyLane's layer stacked the parts: (n_parts, *batch, d)
+        rows = rows.reshape(stacked, rows_n, -1).transpose(0, 1)
+    rows = rows.reshape(rows_n, -1).double()
     layer.__dict__["_qshiftdp_backprops"] = rows
     layer.__dict__["_qshiftdp_last_evaluation"] = ev
-    flat = ev.per_example_weight_grads(rows)  # (B, P)
+    flat = ev.per_example_weight_grads(rows)  # (rows, P)
+    flat = flat.reshape(n_examples, -1, flat.shape[-1]).sum(dim=1)
     out, offset = {}, 0
     for w in weights.values():
         n = w.numel()
         if w.requires_grad:
-            out[w] = flat[:, offset:offset + n].reshape(xb.shape[0], *w.shape).to(w.dtype)
+            out[w] = flat[:, offset:offset + n].reshape(n_examples, *w.shape).to(w.dtype)
         offset += n
     return out
 
 
-def _uses_private_transform(layer) -> bool:
-    return getattr(layer.qnode, "diff_method", None) is param_shift
-
-
-_compat.install_torch_layer_evaluation(fused_evaluate_qnode, _uses_private_transform)
 # Opacus's per-example hooks on a TorchLayer whose inputs need no gradient make torch warn on
 # every backward pass; the hook does fire, with the gradients Opacus needs (tested).
 warnings.filterwarnings("ignore", message="Full backward hook is firing when gradients are "

@@ -172,12 +172,62 @@ def validate_shots(shots) -> qml.measurements.Shots:
     return qml.measurements.Shots(shots)
 
 
+# Largest number of wires for which a variance's observable is squared as a matrix.
+_MAX_SQUARE_WIRES = 8
+
+
+def _squares_to_scalar(obs) -> bool:
+    """Whether ``obs @ obs`` is a multiple of the identity (then ∂⟨A²⟩ = 0)."""
+    pauli_rep = obs.pauli_rep
+    if pauli_rep is not None:
+        square = pauli_rep @ pauli_rep
+        square.simplify()
+        identity = PauliWord({})
+        return all(w == identity or abs(c) < _EIGVAL_ATOL for w, c in square.items())
+    if len(obs.wires) > _MAX_SQUARE_WIRES:
+        return False
+    m = np.asarray(qml.matrix(obs))
+    m2 = m @ m
+    return bool(np.allclose(m2, m2[0, 0] * np.eye(len(m2)), atol=_EIGVAL_ATOL))
+
+
+def _variance_rule_is_exact(obs) -> bool:
+    r"""Whether PennyLane's variance rule is right for ``obs``.
+
+    ``param_shift`` differentiates :math:`\mathrm{Var} A = \langle A^2\rangle -
+    \langle A\rangle^2` with :math:`\partial\langle A^2\rangle` measured only for
+    ``Hermitian``, ``SparseHamiltonian`` and ``Projector`` observables (or tensor products
+    containing them, squared factor by factor) and set to 0 for every other observable, which
+    is right only when :math:`A^2` is a multiple of the identity (Pauli words, scaled or not).
+    PennyLane 0.45 also sets it to 0 for sums such as ``0.7 Z(0) + 0.4 X(1)`` (wrong by up to
+    the full gradient of :math:`\langle A^2\rangle`); those are refused.
+    """
+    squared = qml.gradients.parameter_shift.NONINVOLUTORY_OBS
+    if obs.name in squared:
+        return True
+    if isinstance(obs, qml.ops.Prod) and any(o.name in squared for o in obs):
+        factors = list(obs)
+        disjoint = sum(len(o.wires) for o in factors) == len(obs.wires)
+        return disjoint and all(o.name in squared or _squares_to_scalar(o) for o in factors)
+    return _squares_to_scalar(obs)
+
+
 def _check_measurements(tape) -> None:
     for mp in tape.measurements:
         if not isinstance(mp, (ExpectationMP, VarianceMP, ProbabilityMP)):
             raise UnsupportedMeasurementError(
                 f"{_TRANSFORM_NAME} cannot differentiate `{mp}`: only expval, var and probs "
                 f"returns have a parameter-shift gradient (sample, counts and state do not)."
+            )
+        if isinstance(mp, VarianceMP) and mp.obs is not None and not _variance_rule_is_exact(
+                mp.obs):
+            raise UnsupportedMeasurementError(
+                f"{_TRANSFORM_NAME} cannot differentiate `{mp}`: PennyLane's variance rule "
+                f"treats {mp.obs} as squaring to a multiple of the identity, which it does "
+                f"not, so the gradient would be wrong. Supported: var of a Pauli word (scaled "
+                f"or not) or of a qml.Hermitian / qml.Projector observable "
+                f"(qml.Hermitian(qml.matrix(obs), wires=obs.wires) for this one), or expval of "
+                f"any observable."
             )
 
 
@@ -437,7 +487,25 @@ def _param_shift(tape, argnum=None, shifts=None, gradient_recipes=None, fallback
     return shifted, post
 
 
-param_shift = qml.transform(
+def _the_param_shift():
+    """The module's :data:`param_shift` (what a pickled or deep-copied one resolves to)."""
+    return param_shift
+
+
+class _ParamShiftTransform(qml.transforms.core.Transform):
+    """:class:`pennylane.transforms.core.Transform` that pickles and deep-copies by reference.
+
+    PennyLane's transform objects hold a ``singledispatch`` closure and do not pickle, and a deep
+    copy is a new object; a QNode that uses :data:`param_shift` is then neither savable with
+    ``torch.save`` nor recognisable after ``copy.deepcopy`` (Opacus clones models both ways).
+    Resolving to the one module-level object keeps it a single, recognisable transform.
+    """
+
+    def __reduce__(self):
+        return (_the_param_shift, ())
+
+
+param_shift = _ParamShiftTransform(
     _param_shift,
     expand_transform=_expand,
     classical_cotransform=_compat.contract_qjac_with_cjac,

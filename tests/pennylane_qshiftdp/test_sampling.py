@@ -47,7 +47,7 @@ def _layer(shots, seed, *, device="default.qubit", recorder=None, circuit=_circu
             t.copy_(torch.rand(t.shape, generator=gen, dtype=t.dtype) * 2 * np.pi)
         return t
 
-    return qml.qnn.TorchLayer(qnode, {"weights": weight_shape}, init_method=init)
+    return qs.qnn.TorchLayer(qnode, {"weights": weight_shape}, init_method=init)
 
 
 def _inputs(batch, seed=0):

@@ -1,0 +1,585 @@
+"""The product's TorchLayer over a generated matrix of models (pennylane_qshiftdp/qnn.py).
+
+Invariants, per cell:
+(a) output with gradients = under ``no_grad`` = PennyLane's own TorchLayer with
+    ``diff_method="parameter-shift"`` (shape and values);
+(b) every trainable parameter's per-example gradient from Opacus's ``GradSampleModule`` = that
+    example's gradient alone by ``diff_method="backprop"`` (1e-10, float64, shots=None; within
+    shot noise with shots);
+(c) one ``make_private`` step = the clipped, noised sum built by hand.
+Axes: measurements x layouts x devices x shots x loss reduction x batch size.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import itertools
+import math
+
+import numpy as np
+import pennylane as qml
+import pytest
+import torch
+from opacus import GradSampleModule
+from opacus.validators import ModuleValidator
+
+import pennylane_qshiftdp as qs
+from pennylane_qshiftdp import sampling
+
+N_IN = 2
+WEIGHTS = 5
+# A non-involutory observable (A² is not a multiple of I): its variance rule measures ⟨A²⟩.
+_HERMITIAN = np.array([[1.5, 0.3 - 0.2j], [0.3 + 0.2j, -0.4]])
+
+
+def _ansatz(inputs, weights):
+    qml.RY(inputs[..., 0], 0)
+    qml.RY(inputs[..., 1], 1)
+    qml.RX(weights[0], 0)
+    qml.CRX(weights[1], wires=[0, 1])  # four-term shift rule
+    qml.RY(weights[2], 1)
+    qml.CNOT([1, 0])
+    qml.RZ(weights[3], 0)
+    qml.RX(weights[4], 1)
+
+
+def _picklable_circuit(inputs, weights):
+    _ansatz(inputs, weights)
+    return qml.expval(qml.Z(0))
+
+
+#: name -> (measurement function, TorchLayer stacks the parts (tuple return))
+MEASUREMENTS = {
+    "expval": (lambda: qml.expval(qml.Z(0)), False),
+    "expval_list": (lambda: [qml.expval(qml.Z(0)), qml.expval(qml.Z(1))], False),
+    "expval_tuple": (lambda: (qml.expval(qml.Z(0)), qml.expval(qml.X(1))), True),
+    "probs": (lambda: qml.probs(wires=[0, 1]), False),
+    "probs_one_wire": (lambda: qml.probs(wires=1), False),
+    "var": (lambda: qml.var(qml.Z(0)), False),
+    "var_hermitian": (lambda: qml.var(qml.Hermitian(_HERMITIAN, wires=1)), False),
+    "var_scaled_pauli": (lambda: qml.var(0.7 * qml.Y(0) @ qml.Z(1)), False),
+    "hamiltonian": (lambda: qml.expval(qml.Hamiltonian([0.5, 1.2, -0.3],
+                                                       [qml.X(0), qml.Z(0) @ qml.Z(1),
+                                                        qml.Y(1)])), False),
+    "expval_var_tuple": (lambda: (qml.expval(qml.Z(0)), qml.var(qml.X(1))), True),
+    "expval_probs_list": (lambda: [qml.expval(qml.Y(0)), qml.probs(wires=1)], False),
+}
+FAST_MEASUREMENTS = ["expval", "expval_list", "expval_tuple", "probs", "var", "var_hermitian",
+                     "hamiltonian", "expval_probs_list"]
+
+
+def _circuit_for(measurement):
+    make, _ = MEASUREMENTS[measurement]
+
+    def circuit(inputs, weights):
+        _ansatz(inputs, weights)
+        return make()
+
+    return circuit
+
+
+def _frozen_circuit_for(measurement):
+    make, _ = MEASUREMENTS[measurement]
+
+    def circuit(inputs, weights, frozen):
+        qml.RY(frozen[0], 0)
+        _ansatz(inputs, weights)
+        qml.RX(frozen[1], 0)
+        return make()
+
+    return circuit
+
+
+def _qnode(measurement, diff_method, *, device="default.qubit", shots=None, seed=None,
+           frozen=False):
+    dev = qml.device(device, wires=2, **({"seed": seed} if seed is not None else {}))
+    func = _frozen_circuit_for(measurement) if frozen else _circuit_for(measurement)
+    qnode = qml.QNode(func, dev, interface="torch", diff_method=diff_method)
+    return qml.set_shots(qnode, shots=shots) if shots is not None else qnode
+
+
+def _quantum(measurement, diff_method, seed_offset=0, **kwargs):
+    """A TorchLayer: the product's for the private transform, PennyLane's otherwise."""
+    frozen = kwargs.get("frozen", False)
+    qnode = _qnode(measurement, diff_method, **kwargs)
+    gen = torch.Generator().manual_seed(11 + seed_offset)
+    init = {"weights": torch.rand(WEIGHTS, generator=gen, dtype=torch.float64) * 2 * math.pi}
+    shapes = {"weights": (WEIGHTS,)}
+    if frozen:
+        init["frozen"] = torch.tensor([0.4, -0.9], dtype=torch.float64)
+        shapes["frozen"] = (2,)
+    cls = qs.qnn.TorchLayer if diff_method is qs.param_shift else qml.qnn.TorchLayer
+    layer = cls(qnode, shapes, init_method=init).double()
+    if frozen:
+        layer.frozen.requires_grad_(False)
+    return layer
+
+
+def _n_out(measurement):
+    layer = _quantum(measurement, "backprop")
+    with torch.no_grad():
+        out = layer(torch.zeros(3, N_IN, dtype=torch.float64))
+    return _rows(out, measurement, 3).shape[1]
+
+
+def _rows(out, measurement, batch):
+    """Layer output -> ``(batch, n_out)`` (stacked tuple parts moved behind the batch)."""
+    if MEASUREMENTS[measurement][1]:
+        out = out.movedim(0, 1)
+    return out.reshape(batch, -1)
+
+
+class Model(torch.nn.Module):
+    """One of the layouts around TorchLayer(s) of one measurement kind."""
+
+    def __init__(self, layout, measurement, diff_method, **kwargs):
+        super().__init__()
+        self.layout, self.measurement = layout, measurement
+        n_out = _n_out(measurement)
+        gen = torch.Generator().manual_seed(5)
+        if layout == "hybrid":
+            self.pre = torch.nn.Linear(N_IN, N_IN).double()
+            with torch.no_grad():
+                self.pre.weight.copy_(torch.randn(N_IN, N_IN, generator=gen) * 0.7 + torch.eye(2))
+                self.pre.bias.copy_(torch.randn(N_IN, generator=gen) * 0.3)
+        self.q = _quantum(measurement, diff_method,
+                          frozen=layout == "frozen", **kwargs)
+        if layout == "two_layers":
+            self.q2 = _quantum(measurement, diff_method, seed_offset=1, **kwargs)
+        if layout in ("hybrid", "two_layers", "twice"):
+            width = n_out * (2 if layout in ("two_layers", "twice") else 1)
+            self.post = torch.nn.Linear(width, 1).double()
+            with torch.no_grad():
+                self.post.weight.copy_(torch.randn(1, width, generator=gen))
+                self.post.bias.fill_(0.1)
+
+    def forward(self, x):
+        m = self.measurement
+        if self.layout == "leading_dims":  # (B, 2, n_in): two rows per example
+            b = x.shape[0]
+            out = self.q(x.reshape(b, 2, N_IN))
+            if MEASUREMENTS[m][1]:
+                out = out.movedim(0, 1)
+            return out.reshape(b, -1)
+        b = x.shape[0]
+        if self.layout == "hybrid":
+            return self.post(_rows(self.q(torch.tanh(self.pre(x)) * 1.5), m, b))
+        if self.layout == "two_layers":
+            return self.post(torch.cat([_rows(self.q(x), m, b), _rows(self.q2(x), m, b)], 1))
+        if self.layout == "twice":
+            return self.post(torch.cat([_rows(self.q(x), m, b), _rows(self.q(0.5 * x), m, b)],
+                                       1))
+        return _rows(self.q(x), m, b)
+
+
+def _inputs(layout, batch, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    n = 2 * N_IN if layout == "leading_dims" else N_IN
+    return torch.rand(batch, n, generator=g, dtype=torch.float64) * 3 - 1
+
+
+def _coeffs(width, seed=1):
+    return torch.randn(width, generator=torch.Generator().manual_seed(seed),
+                       dtype=torch.float64)
+
+
+def _loss(out, c):
+    """Per-example loss rows: a fixed linear form plus a square (nonlinear in the output)."""
+    lin = out @ c[: out.shape[1]]
+    return lin + 0.3 * lin**2
+
+
+def _reference_model(model, layout, measurement, **kwargs):
+    ref = Model(layout, measurement, "backprop", **kwargs)
+    ref.load_state_dict(model.state_dict())
+    for (_, p), (_, r) in zip(model.named_parameters(), ref.named_parameters(), strict=True):
+        r.requires_grad_(p.requires_grad)
+    return ref
+
+
+def _per_example_reference(ref, x, c):
+    grads = []
+    for j in range(len(x)):
+        ref.zero_grad()
+        _loss(ref(x[j:j + 1]), c).sum().backward()
+        grads.append({n: p.grad.detach().clone() for n, p in ref.named_parameters()
+                      if p.requires_grad})
+    return grads
+
+
+def _grad_samples(model, x, c, reduction):
+    gsm = GradSampleModule(model, loss_reduction=reduction)
+    ell = _loss(gsm(x), c)
+    (ell.mean() if reduction == "mean" else ell.sum()).backward()
+    out = {n: p.grad_sample.detach().clone() for n, p in model.named_parameters()
+           if p.requires_grad}
+    gsm._close()
+    return out
+
+
+LAYOUTS = ["alone", "hybrid", "two_layers", "twice", "frozen", "leading_dims"]
+
+
+def _cells():
+    fast = []
+    for m, layout in itertools.product(MEASUREMENTS, LAYOUTS):
+        slow = m not in FAST_MEASUREMENTS or (layout not in ("alone", "hybrid")
+                                             and m not in ("expval", "expval_tuple", "probs"))
+        fast.append(pytest.param(m, layout, marks=[pytest.mark.slow] if slow else [],
+                                 id=f"{m}-{layout}"))
+    return fast
+
+
+# ------------------------------------------------------------------------------------------
+# (a) outputs
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("measurement", list(MEASUREMENTS))
+@pytest.mark.parametrize("batch_shape", [(5,), (1,), (), (2, 3)])
+def test_output_equals_pennylane_parameter_shift_layer(measurement, batch_shape):
+    ours = _quantum(measurement, qs.param_shift)
+    theirs = _quantum(measurement, "parameter-shift")
+    g = torch.Generator().manual_seed(2)
+    x = torch.rand(*batch_shape, N_IN, generator=g, dtype=torch.float64)
+    expected = theirs(x)
+    with_grad = ours(x)
+    with torch.no_grad():
+        without = ours(x)
+    assert with_grad.shape == without.shape == expected.shape
+    assert with_grad.requires_grad
+    torch.testing.assert_close(with_grad, expected.detach(), atol=1e-12, rtol=0)
+    torch.testing.assert_close(without, expected.detach(), atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("measurement", ["expval", "expval_tuple", "probs"])
+def test_empty_batch_keeps_pennylane_layout(measurement):
+    ours = _quantum(measurement, qs.param_shift)
+    ref = _quantum(measurement, qs.param_shift)
+    out = ours(torch.zeros(0, N_IN, dtype=torch.float64))
+    full = ref(torch.zeros(3, N_IN, dtype=torch.float64))
+    stacked = MEASUREMENTS[measurement][1]
+    expected = (full.shape[0], 0, *full.shape[2:]) if stacked else (0, *full.shape[1:])
+    assert tuple(out.shape) == expected
+    out.sum().backward()  # connected to the weights; contributes zero
+    assert float(ours.weights.grad.abs().sum()) == 0.0
+
+
+# ------------------------------------------------------------------------------------------
+# (b) per-example gradients
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("measurement", "layout"), _cells())
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_per_example_gradients_equal_backprop_one_example_at_a_time(measurement, layout,
+                                                                    reduction):
+    batch = 4
+    model = Model(layout, measurement, qs.param_shift)
+    ref = _reference_model(model, layout, measurement)
+    x = _inputs(layout, batch)
+    c = _coeffs(64)
+    ours = _grad_samples(model, x, c, reduction)
+    expected = _per_example_reference(ref, x, c)
+    assert set(ours) == set(expected[0])
+    # Opacus rescales mean-reduced backprops by the batch size: grad_sample = ∇ℓ_j for both
+    for name, gs in ours.items():
+        want = torch.stack([e[name] for e in expected])
+        assert gs.shape == (batch, *want.shape[1:])
+        torch.testing.assert_close(gs, want, atol=1e-10, rtol=0,
+                                   msg=f"{name}: per-example gradient")
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+@pytest.mark.parametrize("measurement", ["expval", "expval_tuple"])
+def test_batch_sizes(measurement, batch):
+    model = Model("hybrid", measurement, qs.param_shift)
+    ref = _reference_model(model, "hybrid", measurement)
+    x, c = _inputs("hybrid", batch, seed=3), _coeffs(8)
+    ours = _grad_samples(model, x, c, "sum")
+    expected = _per_example_reference(ref, x, c)
+    for name, gs in ours.items():
+        torch.testing.assert_close(gs, torch.stack([e[name] for e in expected]), atol=1e-10,
+                                   rtol=0)
+
+
+@pytest.mark.parametrize("device", ["lightning.qubit", "default.mixed"])
+@pytest.mark.parametrize("measurement", ["expval", "expval_tuple", "probs", "var"])
+def test_other_devices(device, measurement):
+    # outputs as PennyLane's layer, per-example gradients as backprop on default.qubit
+    ours = Model("hybrid", measurement, qs.param_shift, device=device)
+    theirs = _quantum(measurement, "parameter-shift", device=device)
+    theirs.load_state_dict(ours.q.state_dict())
+    x = _inputs("hybrid", 3)
+    torch.testing.assert_close(ours.q(x), theirs(x).detach(), atol=1e-10, rtol=0)
+    ref = _reference_model(ours, "hybrid", measurement)
+    c = _coeffs(8)
+    got = _grad_samples(ours, x, c, "mean")
+    expected = _per_example_reference(ref, x, c)
+    for name, gs in got.items():
+        torch.testing.assert_close(gs, torch.stack([e[name] for e in expected]), atol=1e-10,
+                                   rtol=0)
+
+
+def _shot_tolerance(ref_grads_abs_bound, shots):
+    """6 standard deviations of a parameter-shift estimate built from ``shots``-shot means.
+
+    The weight gradient of ⟨Z0⟩ here is a linear form of the 2-term (RX, RY, RZ) and 4-term
+    (CRX) rules' shifted means: each mean has variance ≤ 1/Ns, the coefficients' squares sum
+    to 1/2 (two-term) or at most 1/2 + 1/8·(3-2√2)... ≤ 1 (CRX), so per weight sd ≤ 1/sqrt(Ns),
+    times |∂ℓ/∂f| (bounded by ``ref_grads_abs_bound``).
+    """
+    return 6 * ref_grads_abs_bound / math.sqrt(shots)
+
+
+@pytest.mark.parametrize("mode", ["device", "exact_law"])
+def test_per_example_gradients_with_shots_within_shot_noise(mode):
+    shots, batch = 4000, 4
+    model = Model("alone", "expval", qs.param_shift, shots=shots, seed=3)
+    if mode == "exact_law":
+        sampling.use_exact_law(model, seed=7)
+    ref = _reference_model(model, "alone", "expval")
+    x, c = _inputs("alone", batch), torch.tensor([1.0], dtype=torch.float64)
+    lin = lambda out, c: out @ c  # noqa: E731  linear loss: |∂ℓ/∂f| = 1
+    gsm = GradSampleModule(model, loss_reduction="sum")
+    lin(gsm(x), c).sum().backward()
+    got = model.q.weights.grad_sample
+    want = []
+    for j in range(batch):
+        ref.zero_grad()
+        lin(ref(x[j:j + 1]), c).sum().backward()
+        want.append(ref.q.weights.grad.clone())
+    err = (got - torch.stack(want)).abs().max()
+    assert float(err) < _shot_tolerance(1.0, shots)
+    assert float(err) > 0  # the estimates carry shot noise
+
+
+# ------------------------------------------------------------------------------------------
+# (c) one private step = the clipped noised sum built by hand
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+@pytest.mark.parametrize(("measurement", "layout"),
+                         [("expval", "alone"), ("expval_list", "hybrid"),
+                          ("probs", "hybrid"), ("expval_tuple", "twice")])
+def test_one_private_step_is_the_clipped_noised_sum(measurement, layout, reduction,
+                                                    monkeypatch):
+    batch, clip, lr, seed = 5, 0.05, 0.7, 4
+    model = Model(layout, measurement, qs.param_shift)
+    ref = _reference_model(model, layout, measurement)
+    x = _inputs(layout, batch, seed=2)
+    c = _coeffs(64)
+    data = torch.utils.data.TensorDataset(x, torch.zeros(batch))
+    loader = torch.utils.data.DataLoader(data, batch_size=1)
+    params = [p for p in model.parameters() if p.requires_grad]
+    before = [p.detach().clone() for p in params]
+    with pytest.warns(qs.PrivacyWarning):
+        private, opt, _ = qs.make_private(
+            model, torch.optim.SGD(params, lr=lr), loader, target_epsilon=20.0,
+            target_delta=1e-5, epochs=1, seed=seed, max_grad_norm=clip,
+            loss_reduction=reduction)
+    monkeypatch.setattr(opt, "_check_loader", lambda: None)  # the batch is chosen by hand
+    opt.zero_grad()
+    ell = _loss(private(x), c)
+    (ell.mean() if reduction == "mean" else ell.sum()).backward()
+    opt.step()
+
+    per_example = _per_example_reference(ref, x, c)
+    names = [n for n, p in ref.named_parameters() if p.requires_grad]
+    flat = torch.stack([torch.cat([g[n].reshape(-1) for n in names]) for g in per_example])
+    factors = (clip / (flat.norm(dim=1) + 1e-6)).clamp(max=1.0)
+    assert float(factors.min()) < 1.0  # the clip binds (for some examples at least)
+    summed = (factors[:, None] * flat).sum(0)
+    gen = torch.Generator().manual_seed(seed)
+    noise = torch.cat([torch.randn(p.numel(), generator=gen, dtype=torch.float64)
+                       for p in params]) * opt.noise_multiplier * clip
+    released = summed + noise
+    if reduction == "mean":
+        released = released / opt.expected_batch_size
+    got = torch.cat([(b - p.detach()).reshape(-1) / lr for b, p in zip(before, params,
+                                                                        strict=True)])
+    torch.testing.assert_close(got, released, atol=1e-9, rtol=0)
+
+
+# ------------------------------------------------------------------------------------------
+# Extension points, copies, refusals
+# ------------------------------------------------------------------------------------------
+
+
+def test_import_changes_no_attribute_of_pennylanes_torch_layer():
+    import subprocess
+    import sys
+
+    code = (
+        "import pennylane as qml\n"
+        "before = {k: v for k, v in vars(qml.qnn.TorchLayer).items()}\n"
+        "import pennylane_qshiftdp\n"
+        "after = vars(qml.qnn.TorchLayer)\n"
+        "changed = sorted(k for k in set(before) | set(after) "
+        "if before.get(k, None) is not after.get(k, None))\n"
+        "print(changed)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=300)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_fixer_reuses_parameter_objects_and_validator_names_the_fix():
+    from opacus.validators.errors import UnsupportedModuleError
+
+    plain = qml.qnn.TorchLayer(_qnode("expval", qs.param_shift), {"weights": (WEIGHTS,)})
+    model = torch.nn.Sequential(torch.nn.Linear(N_IN, N_IN), plain)
+    errors = ModuleValidator.validate(model)
+    assert len(errors) == 1 and isinstance(errors[0], UnsupportedModuleError)
+    assert "ModuleValidator.fix" in str(errors[0])
+    params = list(model.parameters())
+    fixed = qs.qnn.convert_torch_layers(model)
+    assert fixed is model and type(model[1]) is qs.qnn.TorchLayer
+    assert all(a is b for a, b in zip(params, model.parameters(), strict=True))
+    assert ModuleValidator.validate(model) == []
+    # Opacus's own fix (it clones by pickling: the QNode function must be importable)
+    qnode = qml.QNode(_picklable_circuit, qml.device("default.qubit"), interface="torch",
+                      diff_method=qs.param_shift)
+    original = torch.nn.Sequential(torch.nn.Linear(N_IN, N_IN),
+                                   qml.qnn.TorchLayer(qnode, {"weights": (WEIGHTS,)}))
+    clone = ModuleValidator.fix(original)
+    assert type(clone[1]) is qs.qnn.TorchLayer and ModuleValidator.validate(clone) == []
+    x = torch.rand(3, N_IN)
+    torch.testing.assert_close(clone(x), original(x).detach())
+
+
+def test_opacus_privacy_engine_refuses_an_unfixed_layer_naming_the_fix():
+    from opacus import PrivacyEngine
+    from opacus.validators.errors import UnsupportedModuleError
+
+    plain = qml.qnn.TorchLayer(_qnode("expval", qs.param_shift), {"weights": (WEIGHTS,)})
+    data = torch.utils.data.TensorDataset(torch.zeros(8, N_IN), torch.zeros(8))
+    with pytest.raises(UnsupportedModuleError, match="ModuleValidator.fix"):
+        PrivacyEngine().make_private(module=plain,
+                                     optimizer=torch.optim.SGD(plain.parameters(), lr=0.1),
+                                     data_loader=torch.utils.data.DataLoader(data, batch_size=4),
+                                     noise_multiplier=1.0, max_grad_norm=1.0)
+
+
+def test_opacus_privacy_engine_trains_the_fixed_layer():
+    from opacus import PrivacyEngine
+
+    model = Model("hybrid", "expval_list", qs.param_shift)
+    ref = _reference_model(model, "hybrid", "expval_list")
+    x = _inputs("hybrid", 6)
+    data = torch.utils.data.TensorDataset(x, torch.zeros(6))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    private, popt, loader = PrivacyEngine().make_private(
+        module=model, optimizer=opt, data_loader=torch.utils.data.DataLoader(data, batch_size=3),
+        noise_multiplier=0.0, max_grad_norm=1e6, poisson_sampling=False, loss_reduction="sum")
+    c = _coeffs(8)
+    xb, _ = next(iter(loader))
+    _loss(private(xb), c).sum().backward()
+    expected = _per_example_reference(ref, xb, c)
+    for name, p in model.named_parameters():
+        torch.testing.assert_close(p.grad_sample, torch.stack([e[name] for e in expected]),
+                                   atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("mode", ["functorch", "ew"])
+def test_other_grad_sample_modes_are_refused_naming_hooks(mode):
+    from opacus import PrivacyEngine
+
+    model = Model("alone", "expval", qs.param_shift)
+    data = torch.utils.data.TensorDataset(_inputs("alone", 4), torch.zeros(4))
+    private, _, _ = PrivacyEngine().make_private(
+        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+        data_loader=torch.utils.data.DataLoader(data, batch_size=4), noise_multiplier=1.0,
+        max_grad_norm=1.0, grad_sample_mode=mode, poisson_sampling=False)
+    with pytest.raises(NotImplementedError, match="grad_sample_mode='hooks'"):
+        private(_inputs("alone", 4)).sum().backward()
+
+
+def test_deepcopy_and_state_dict_round_trip():
+    model = Model("hybrid", "probs", qs.param_shift)
+    x = _inputs("hybrid", 3)
+    twin = copy.deepcopy(model)
+    torch.testing.assert_close(twin(x), model(x), atol=1e-12, rtol=0)
+    assert type(twin.q) is qs.qnn.TorchLayer and twin.q.qnode.diff_method is qs.param_shift
+    buf = io.BytesIO()
+    torch.save(model.state_dict(), buf)
+    buf.seek(0)
+    other = Model("hybrid", "probs", qs.param_shift)
+    with torch.no_grad():
+        for p in other.parameters():
+            p.add_(1.0)
+    other.load_state_dict(torch.load(buf))
+    torch.testing.assert_close(other(x), model(x), atol=1e-12, rtol=0)
+    # a model made private (converted layer, pending evaluations of a training forward)
+    # deep-copies too; a deep copy of Opacus's GradSampleModule itself does not run (Opacus
+    # keeps per-parameter counters that Parameter.__deepcopy__ drops), whatever the model.
+    data = torch.utils.data.TensorDataset(x, torch.zeros(3))
+    private, _, _ = qs.make_private(model, torch.optim.SGD(model.parameters(), lr=0.1),
+                                    torch.utils.data.DataLoader(data, batch_size=1),
+                                    target_epsilon=5.0, target_delta=1e-5, epochs=1, seed=0,
+                                    max_grad_norm=1.0)
+    out = private(x)
+    private.disable_hooks()
+    clone = copy.deepcopy(private._module)
+    torch.testing.assert_close(clone(x), out.detach(), atol=1e-12, rtol=0)
+
+
+def test_unsupported_return_is_refused_saying_what_works():
+    def circuit(inputs, weights):
+        _ansatz(inputs, weights)
+        return qml.sample(qml.Z(0))
+
+    qnode = qml.set_shots(qml.QNode(circuit, qml.device("default.qubit"), interface="torch",
+                                    diff_method=qs.param_shift), shots=10)
+    layer = qs.qnn.TorchLayer(qnode, {"weights": (WEIGHTS,)})
+    with pytest.raises(NotImplementedError, match="Supported returns: expval"):
+        layer(torch.zeros(2, N_IN))
+
+
+def test_pennylane_docstring_hybrid_example_trains_through_make_private():
+    """PennyLane's TorchLayer "Full code example", with the product's transform, made private."""
+    n_qubits = 2
+    dev = qml.device("default.qubit", wires=n_qubits)
+
+    @qml.qnode(dev, diff_method=qs.param_shift)
+    def qnode(inputs, weights):
+        qml.templates.AngleEmbedding(inputs, wires=range(n_qubits))
+        qml.templates.StronglyEntanglingLayers(weights, wires=range(n_qubits))
+        return [qml.expval(qml.Z(0)), qml.expval(qml.Z(1))]
+
+    torch.manual_seed(0)
+    qlayer = qml.qnn.TorchLayer(qnode, {"weights": (3, n_qubits, 3)})
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), qlayer, torch.nn.Linear(2, 2),
+                                torch.nn.Softmax(dim=1))
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(20, 2, generator=g) * 2 - 1
+    y = torch.nn.functional.one_hot((x[:, 0] > 0).long(), 2).float()
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    private, opt, loader = qs.make_private(
+        model, opt, torch.utils.data.DataLoader(list(zip(x, y, strict=True)), batch_size=5),
+        target_epsilon=5.0, target_delta=1e-5, epochs=2, seed=0, max_grad_norm=1.0)
+    assert type(private._module[1]) is qs.qnn.TorchLayer
+    before = [p.detach().clone() for p in model.parameters()]
+    loss = torch.nn.L1Loss()
+    for _ in range(2):
+        for xb, yb in loader:
+            opt.zero_grad()
+            loss(private(xb), yb).backward()
+            opt.step()
+    assert all(not torch.equal(b, p) for b, p in zip(before, model.parameters(), strict=True))
+    assert all(bool(torch.isfinite(p).all()) for p in model.parameters())
+
+
+def test_variance_of_a_sum_is_refused_before_training():
+    """PennyLane 0.45's rule takes ∂⟨A²⟩ = 0 for var(0.7 Z0 + 0.4 X1) (wrong); refused."""
+    def circuit(inputs, weights):
+        _ansatz(inputs, weights)
+        return qml.var(0.7 * qml.Z(0) + 0.4 * qml.X(1))
+
+    qnode = qml.QNode(circuit, qml.device("default.qubit"), interface="torch",
+                      diff_method=qs.param_shift)
+    layer = qs.qnn.TorchLayer(qnode, {"weights": (WEIGHTS,)})
+    with pytest.raises(qs.UnsupportedMeasurementError, match="qml.Hermitian"):
+        layer(torch.zeros(2, N_IN))
