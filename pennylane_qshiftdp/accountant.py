@@ -760,45 +760,82 @@ class PrivacyLedger:
         return cls.from_json(Path(path).read_text(encoding="utf-8"))
 
     # ------------------------------------------------------------------ reporting
-    def statement(self) -> str:
-        """A human-readable privacy statement for the run recorded so far.
+    def statement(self, *, diagnostics: dict[str, Any] | None = None) -> str:
+        r"""A human-readable privacy statement for the run recorded so far.
 
-        It says what is protected (each training example's membership, under the adjacency
-        relation), the sampling, the mechanism (σ, Δ), the accountant and its version, the
-        guarantee — (ε, δ), or (ε, δ + β) with β explained for adaptive credit — the number of
-        steps, the Gaussian approximation of shot noise when a credit mode is on, and which
-        data-dependent preprocessing statistics are not protected.
+        The first line is the guarantee and says what it covers and what it does not
+        (data-dependent preprocessing, written diagnostics, steps outside Poisson sampling).
+        Then: what is protected (each training example's membership, under the adjacency
+        relation), the sampling, the mechanism (σ, C), the accountant and its version, the
+        number of steps, the Gaussian approximation of shot noise when a credit mode is on, and
+        the preprocessing.
+
+        Nothing in it is computed from the private batches unless ``diagnostics`` is given:
+        with a credit mode the credited ε (a function of the batches' shot statistics) is then
+        withheld, and whether a certified clip bound is not reported.
+
+        Args:
+            diagnostics: ``None`` (default) for a statement of data-independent facts only. A
+                dict says that diagnostics computed from the private batches were released
+                beside the statement (they are NOT protected) and adds them, marked as such:
+                ``"written_to"`` (list of file names), ``"per_example_gradients"`` and
+                ``"certified_clip_binding"`` (counts over the run) are described in words, any
+                other JSON-able entry is listed; the credited ε is shown.
 
         Returns:
             A multi-line string.
+
+        Raises:
+            TypeError: if ``diagnostics`` is neither ``None`` nor a dict.
+
+        Example:
+            >>> ledger = PrivacyLedger(target_epsilon=1.0, target_delta=1e-5,
+            ...                        noise_multiplier=2.0, sample_rate=0.1, sensitivity=1.0)
+            >>> print(ledger.statement().splitlines()[0])  # doctest: +NORMALIZE_WHITESPACE
+            Guarantee: (ε, δ) = (0, 1e-05)-differential privacy (ε in nats; target ε = 1) for
+            the training examples (add/remove-one adjacency) as they reach the private training
+            loop; NOT for any preprocessing fitted on the data before that point (none
+            declared).
         """
-        eps = self.epsilon
-        credited = self.credited_epsilon
+        if diagnostics is not None and not isinstance(diagnostics, dict):
+            raise TypeError(f"`diagnostics` must be None or a dict. Found "
+                            f"{type(diagnostics).__name__}.")
+        credited = self.credited_epsilon if diagnostics is not None else None
         steps = self.steps
         sigma, q, sens = self._noise_multiplier, self._sample_rate, self._sensitivity
-        lines = ["Privacy statement (pennylane-qshiftdp, Q-ShiftDP)"]
-
-        if self._credit_mode == "none":
-            lines.append(
-                f"Guarantee: (ε, δ) = ({_fmt(eps)}, {self._target_delta:g})-differential "
-                f"privacy, ε in nats (target ε = {_fmt(self._target_epsilon)})."
-            )
-        else:
-            lines.append(
-                f"Proven guarantee: (ε, δ) = ({_fmt(eps)}, {self._target_delta:g})-differential "
-                f"privacy, ε in nats, from the Gaussian noise actually added at each step "
-                f"(history of σ_t below); no assumption on shot noise."
-            )
+        extra = self._extra or {}
+        lines = []
+        violations = extra.get("steps_without_poisson_batch", 0)
+        if violations:
+            lines.append(f"NO GUARANTEE for this run: {violations} step(s) used no batch drawn "
+                         f"from the Poisson-sampling loader returned by make_private; the "
+                         f"guarantee below assumes Poisson sampling and DOES NOT HOLD.")
+        lines.append(self._coverage_text(diagnostics))
+        lines.append("Privacy statement of pennylane-qshiftdp (Q-ShiftDP) for the run recorded "
+                     "so far.")
+        if self._credit_mode != "none":
             beta_text = (
                 f", with β = {self._beta:g} the probability that the adaptive shot-noise "
                 f"variance bound fails at any step of the run" if self._beta > 0 else ""
             )
             label = "(ε, δ + β)" if self._beta > 0 else "(ε, δ)"
-            lines.append(
-                f"Credited Q-ShiftDP guarantee (an APPROXIMATION, not proven): {label} = "
-                f"({_fmt(credited)}, {_fmt(self.total_delta)}) if the credited shot noise "
-                f"acted as Gaussian noise{beta_text} (target ε = {_fmt(self._target_epsilon)})."
-            )
+            if credited is None:
+                lines.append(
+                    f"Credited Q-ShiftDP guarantee (an APPROXIMATION, not proven): {label} = "
+                    f"(ε withheld, {_fmt(self.total_delta)}) if the credited shot noise acted "
+                    f"as Gaussian noise{beta_text}. Its ε is computed from the private batches' "
+                    f"shot statistics, so it is itself NOT protected and is not shown; pass "
+                    f"diagnostics (`qshiftdp train --diagnostics`) to release it, marked as "
+                    f"such (target ε = {_fmt(self._target_epsilon)})."
+                )
+            else:
+                lines.append(
+                    f"Credited Q-ShiftDP guarantee (an APPROXIMATION, not proven): {label} = "
+                    f"({_fmt(credited)}, {_fmt(self.total_delta)}) if the credited shot noise "
+                    f"acted as Gaussian noise{beta_text} (target ε = "
+                    f"{_fmt(self._target_epsilon)}); this ε is a diagnostic computed from the "
+                    f"private batches, NOT protected by the guarantee."
+                )
 
         if self._adjacency == "add_remove":
             adj = (
@@ -814,14 +851,16 @@ class PrivacyLedger:
         lines.append(
             f"Protected: the membership of each individual training example ({adj}). Only the "
             f"noisy gradients are released; the trained weights and anything computed from "
-            f"them are post-processing."
+            f"them are post-processing, including metrics on a held-out test split (those "
+            f"describe the test examples, which the guarantee does not protect)."
         )
 
         if self._dataset_size is not None:
             sampling = (
                 f"Poisson sampling with rate q = {_fmt(q)}: each of the N = {self._dataset_size} "
                 f"examples joins each batch independently with probability q (expected batch "
-                f"size qN = {_fmt(q * self._dataset_size)})."
+                f"size qN = {_fmt(q * self._dataset_size)}). N is treated as public, as in "
+                f"Opacus (q is derived from it)."
             )
         else:
             sampling = (
@@ -830,7 +869,7 @@ class PrivacyLedger:
             )
         lines.append(f"Sampling: {sampling}")
 
-        clipping = (self._extra or {}).get("clipping")
+        clipping = extra.get("clipping")
         if clipping is None:
             lines.append(
                 f"Mechanism: the summed per-example parameter-shift gradients carry Gaussian "
@@ -845,13 +884,14 @@ class PrivacyLedger:
                 f"carries Gaussian noise of standard deviation σC per coordinate with planned σ "
                 f"= {_fmt(sigma)} and C = {_fmt(sens)} (σC = {_fmt(sigma * sens)})"
                 + (f", except that with the shot-noise credit the quantum coordinates carry "
-                   f"exactly σ_floor·C with σ_floor = {_fmt(self._extra['noise_floor_multiplier'])}"
+                   f"exactly σ_floor·C with σ_floor = {_fmt(extra['noise_floor_multiplier'])}"
                    f" at every step (a level that never depends on the data)"
-                   if self._credit_mode != "none" and self._extra
-                   and "noise_floor_multiplier" in self._extra else "")
+                   if self._credit_mode != "none" and "noise_floor_multiplier" in extra else "")
                 + ". The guarantee holds for any loss and training loop because the clipping is "
                 "enforced."
             )
+            if clipping.get("mode") == "certified":
+                lines.append(f"Certified clip: {self._certified_clip_text(diagnostics)}")
         if self._credit_mode != "none":
             lines.append(f"Proven noise history (σ_t, q, steps) = {self.proven_history}.")
         lines.append(
@@ -859,11 +899,6 @@ class PrivacyLedger:
             f"{_ACCOUNTANT_NAMES[self._accountant_name]}; ε is an upper bound."
         )
         lines.append(f"Steps: {steps} recorded; planned history (σ, q, steps) = {self.history}.")
-        violations = (self._extra or {}).get("steps_without_poisson_batch", 0)
-        if violations:
-            lines.insert(1, f"WARNING: {violations} step(s) used no batch drawn from the "
-                            f"Poisson-sampling loader returned by make_private; the guarantee "
-                            f"below assumes Poisson sampling and DOES NOT HOLD for this run.")
 
         lines.append(f"Shot-noise credit: {self._credit_text()}")
         if self._credit_mode != "none":
@@ -881,9 +916,9 @@ class PrivacyLedger:
             if "not protected" not in note.lower() and "not covered" not in note.lower():
                 note += " These data-dependent statistics are not covered by the guarantee."
             lines.append(f"Preprocessing (NOT protected): {note}")
-        elif (self._extra or {}).get("preprocessing"):
+        elif extra.get("preprocessing"):
             lines.append(
-                f"Preprocessing: {self._extra['preprocessing']}; fixed before seeing the data, "
+                f"Preprocessing: {extra['preprocessing']}; fixed before seeing the data, "
                 f"so the guarantee covers the raw training examples."
             )
         else:
@@ -893,18 +928,78 @@ class PrivacyLedger:
                 "before that point (e.g. standardisation or PCA) is not covered; declare it with "
                 "`preprocessing_note`."
             )
-        randomness = (self._extra or {}).get("randomness")
+        randomness = extra.get("randomness")
         if randomness:
             lines.append(f"Randomness: {randomness}")
-        if self._extra:
-            versions = self._extra.get("versions")
-            if versions:
-                lines.append("Software: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
-            details = {k: v for k, v in self._extra.items()
-                       if k not in ("versions", "provenance", "randomness", "preprocessing")}
-            if details:
-                lines.append(f"Details: {json.dumps(details, sort_keys=True)}")
+        versions = extra.get("versions")
+        if versions:
+            lines.append("Software: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
+        details = {k: v for k, v in extra.items()
+                   if k not in ("versions", "provenance", "randomness", "preprocessing")}
+        if details:
+            lines.append(f"Details: {json.dumps(details, sort_keys=True)}")
+        if diagnostics is not None:
+            lines.append(self._diagnostics_text(diagnostics))
         return "\n".join(lines)
+
+    def _coverage_text(self, diagnostics) -> str:
+        """The statement's first line: the guarantee, what it covers and what it does not."""
+        eps = _fmt(self.epsilon)
+        if self._credit_mode == "none":
+            head = (f"Guarantee: (ε, δ) = ({eps}, {self._target_delta:g})-differential privacy "
+                    f"(ε in nats; target ε = {_fmt(self._target_epsilon)})")
+        else:
+            head = (f"Proven guarantee: (ε, δ) = ({eps}, {self._target_delta:g})-differential "
+                    f"privacy (ε in nats), from the Gaussian noise actually added at each step "
+                    f"(no assumption on shot noise)")
+        adj = "add/remove-one" if self._adjacency == "add_remove" else "replace-one"
+        head += f" for the training examples ({adj} adjacency)"
+        extra = self._extra or {}
+        if self._preprocessing_note:
+            head += (" as preprocessed, with the preprocessing statistics held fixed; NOT for "
+                     "those statistics, which were computed from the training data without "
+                     "privacy (see Preprocessing), so NOT for the raw data")
+        elif extra.get("preprocessing"):
+            head += (" from the raw data on (the preprocessing is fixed before seeing the "
+                     "data)")
+        else:
+            head += (" as they reach the private training loop; NOT for any preprocessing "
+                     "fitted on the data before that point (none declared)")
+        if diagnostics is not None:
+            files = diagnostics.get("written_to")
+            where = f" ({', '.join(map(str, files))})" if files else ""
+            head += (f"; NOT for the diagnostics released beside it{where}, which are computed "
+                     f"from the private batches")
+        return head + "."
+
+    def _certified_clip_text(self, diagnostics) -> str:
+        """The certified clip line: the binding count only as a marked diagnostic."""
+        rule = ("a clip that binds means the declared loss or observable bound was wrong for "
+                "that example, never a weaker guarantee, because the clip is enforced")
+        if diagnostics is None or "certified_clip_binding" not in diagnostics:
+            return (f"{rule}. Whether it bound is computed from the private batches, so it is "
+                    f"not reported here (pass diagnostics, `qshiftdp train --diagnostics`, to "
+                    f"count it, marked as not protected).")
+        bound = int(diagnostics["certified_clip_binding"])
+        total = diagnostics.get("per_example_gradients")
+        of = f" of {int(total)}" if total is not None else ""
+        return (f"{rule}. Diagnostic (NOT protected, computed from the private batches): "
+                f"{bound}{of} per-example gradients exceeded the certified bound and were "
+                f"clipped" + (" — the certified bound does not hold for this model and loss."
+                              if bound else "."))
+
+    @staticmethod
+    def _diagnostics_text(diagnostics) -> str:
+        """The closing diagnostics line (everything in it is NOT protected)."""
+        files = diagnostics.get("written_to")
+        text = ("Diagnostics (NOT protected by the privacy guarantee: computed from the private "
+                "batches, they can reveal individual training examples; do not publish them)")
+        text += f": written to {', '.join(map(str, files))}." if files else "."
+        rest = {k: v for k, v in diagnostics.items()
+                if k not in ("written_to", "certified_clip_binding", "per_example_gradients")}
+        if rest:
+            text += f" Values: {json.dumps(rest, sort_keys=True, default=str)}."
+        return text
 
     def _credit_text(self) -> str:
         mode = self._credit_mode

@@ -189,10 +189,13 @@ def _add_train_parser(subparsers) -> None:
                    "default they come from the OS's CSPRNG and --seed only fixes the data "
                    "split, initialisation and shot sampling")
     p.add_argument("--diagnostics", action="store_true",
-                   help="also write per-step statistics of the private batches (σ_t, clip norm "
-                   "and fraction clipped, shot variance and its lower bound, credited share, "
-                   "proven and credited ε, gradient signal-to-noise ratio) to metrics.json and "
-                   "diagnostics.png; they are NOT covered by the guarantee")
+                   help="also write what is computed from the private batches (batch sizes, "
+                   "fraction clipped and certified clips that bound, shot variance and its "
+                   "lower bound, credited share and credited ε, gradient signal-to-noise ratio, "
+                   "shots executed, wall time, a hash of the training data) to "
+                   "diagnostics.json and diagnostics.png, and report them in the statement; "
+                   "they are NOT protected by the guarantee. By default nothing written "
+                   "depends on the private batches")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=_run_train)
 
@@ -321,17 +324,25 @@ def _run_train(args) -> int:
     print(f"test accuracy: {result.test_accuracy:.4f} (evaluated "
           f"{'analytically' if config.eval_shots is None else f'with {config.eval_shots} shots'}"
           f" on {result.device})")
-    per_circuit = "analytic" if result.shots is None else f"{result.shots} per circuit"
-    print(f"training shots: {result.training_shots} ({per_circuit})")
+    diag = config.diagnostics  # data-dependent numbers only when asked for, marked
+    if result.shots is None:
+        print("training shots: 0 (analytic)")
+    elif diag:
+        print(f"training shots: {result.training_shots} ({result.shots} per circuit) "
+              f"[diagnostic, NOT protected: the total grows with the private batch sizes]")
+    else:
+        print(f"training shots: {result.shots} per circuit (the total grows with the private "
+              f"batch sizes: reported only with --diagnostics)")
+    credit = config.credit != "none" and math.isfinite(result.epsilon)
     print(f"ε spent: {result.epsilon:.4f} (target {config.epsilon}) after {result.steps} steps"
-          + (f"; credited Q-ShiftDP ε (Gaussian approximation): {result.credited_epsilon:.4f}"
-             if config.credit != "none" and math.isfinite(result.epsilon) else ""))
+          + (f"; credited Q-ShiftDP ε (Gaussian approximation; diagnostic, NOT protected): "
+             f"{result.credited_epsilon:.4f}" if credit and diag else ""))
     if math.isfinite(result.epsilon) and result.epsilon > config.epsilon * (1 + 1e-9):
         why = (f" With --credit {config.credit} the added noise is a floor that keeps the "
                f"proven ε within {config.proven_epsilon_factor} x the target; only the credited "
-               f"ε (an approximation) aims at the target"
+               f"ε (an approximation, computed from the private batches) aims at the target"
                + (f", and here it is above it as well ({result.credited_epsilon:.4f})"
-                  if result.credited_epsilon > config.epsilon * (1 + 1e-9) else "")
+                  if diag and result.credited_epsilon > config.epsilon * (1 + 1e-9) else "")
                + "." if config.credit != "none" else "")
         print(f"WARNING: the proven ε {result.epsilon:.4f} exceeds the target "
               f"--epsilon {config.epsilon}.{why}")

@@ -31,7 +31,6 @@ from .accountant import PrivacyLedger
 from .engine import make_private
 from .exceptions import PrivacyBudgetExceededError, PrivacyWarning
 from .losses import LinearLoss, MSELoss, SoftmaxCrossEntropyLoss
-from .optimizer import StepRecord
 from .shot_statistics import ShotRecorder
 
 __all__ = ["TrainConfig", "TrainResult", "make_loss", "train", "write_outputs"]
@@ -110,6 +109,8 @@ class TrainResult:
     device: str | None = None
     n_classes: int = 2
     label_mapping: str = ""  # e.g. "'setosa' → 0, 'versicolor' → 1, 'virginica' → 2"
+    # with diagnostics=True: what the statement reports from the private batches (NOT protected)
+    diagnostics: dict | None = None
 
 
 #: From this many qubits on, ``device="auto"`` picks lightning.qubit: the measured crossover of
@@ -178,42 +179,116 @@ def _auto_shots(config, model_cls, data, loss_fn) -> int:
                       expected_batch_size=q * n, fraction=AUTO_SHOTS_FRACTION)
 
 
-#: Step-record fields that do not depend on the private batches (written by default).
+#: Step-record fields written by default. None is computed from the private batches: the
+#: step count, the proven ε and σ_t, the planned and added noise variance (the added noise never
+#: depends on the batch), the clip norm (certified Δ, a fixed number, the public clip, a function
+#: of the released weights, or the adaptive clip, released with its own noise).
 PUBLIC_STEP_FIELDS = ("step", "epoch", "credit_mode", "certified", "epsilon",
                       "proven_noise_multiplier", "target_variance", "artificial_variance_mean",
                       "clip_norm", "next_clip_norm")
-#: Fields computed from the private batches: written only with ``diagnostics=True``.
+#: The optimizer's step-record fields computed from the private batches (batch size, clipping
+#: counts, shot statistics, the credited claim, ‖Σ clipped gradients‖ / ‖noise‖): written only
+#: with ``diagnostics=True``, to ``diagnostics.json``. Any field not in
+#: :data:`PUBLIC_STEP_FIELDS` is treated the same way.
 DIAGNOSTIC_STEP_FIELDS = ("batch_examples", "clipped", "clipped_fraction",
                           "certified_bound_violations", "largest_certified_norm_ratio",
                           "credited_epsilon", "credited_noise_multiplier",
                           "credited_variance_mean", "shot_variance_estimate_mean",
                           "shot_variance_lower_bound_mean", "gradient_snr")
+#: Per-epoch fields written by default: the step count and proven ε (data-independent), and the
+#: test accuracy and loss of the released weights on the held-out split (post-processing).
+PUBLIC_EPOCH_FIELDS = ("epoch", "steps", "epsilon", "test_accuracy", "test_loss")
+#: Per-epoch fields computed from the private batches (``diagnostics.json`` only): the credited
+#: ε, the shots executed (they grow with the Poisson batch sizes) and the wall time.
+DIAGNOSTIC_EPOCH_FIELDS = ("credited_epsilon", "training_shots", "elapsed_s")
+#: The label of every diagnostics file and key.
+NOT_PROTECTED = ("NOT protected by the privacy guarantee: computed from the private training "
+                 "batches, these values can reveal individual training examples; do not "
+                 "publish them")
+#: ``checkpoint.pt`` layout tag (read back with ``torch.load(..., weights_only=True)``).
+CHECKPOINT_FORMAT = "qshiftdp-train-checkpoint-2"
 
 
-def public_record(record: dict, *, credit: bool) -> dict:
-    """The fields of a step record that may be written without ``--diagnostics``.
+def public_record(record: dict, fields: tuple = PUBLIC_STEP_FIELDS) -> dict:
+    """The fields of a step (or epoch) record that may be written without ``--diagnostics``.
 
-    With a credit mode the credited ε and σ_t are kept: the user asked for that (approximate)
-    claim, and the privacy statement says it is computed from the private batches.
+    Args:
+        record: one step record (:attr:`QShiftDPOptimizer.last_record` plus ``epoch``) or one
+            per-epoch metrics row.
+        fields: the allowed keys (:data:`PUBLIC_STEP_FIELDS` or :data:`PUBLIC_EPOCH_FIELDS`).
+
+    Returns:
+        dict: ``record`` restricted to ``fields`` (an allow-list: an unknown field is dropped).
+
+    Example:
+        >>> public_record({"step": 1, "epsilon": 0.5, "batch_examples": 31, "gradient_snr": 2.0})
+        {'step': 1, 'epsilon': 0.5}
     """
-    keep = PUBLIC_STEP_FIELDS + (("credited_epsilon", "credited_noise_multiplier")
-                                 if credit else ())
-    return {k: v for k, v in record.items() if k in keep}
+    return {k: v for k, v in record.items() if k in fields}
+
+
+def diagnostic_record(record: dict, fields: tuple = PUBLIC_STEP_FIELDS) -> dict:
+    """The data-dependent part of a record, keyed by its ``step`` / ``epoch`` (NOT protected).
+
+    Example:
+        >>> diagnostic_record({"step": 1, "epoch": 1, "epsilon": 0.5, "batch_examples": 31})
+        {'step': 1, 'epoch': 1, 'batch_examples': 31}
+    """
+    index = {k: record[k] for k in ("step", "epoch") if k in record}
+    return {**index, **{k: v for k, v in record.items() if k not in fields}}
+
+
+def _plain(obj):
+    """Built-in floats/ints/lists only (what ``torch.load(weights_only=True)`` reads back)."""
+    def default(x):
+        if isinstance(x, np.generic):
+            return x.item()
+        if isinstance(x, torch.Tensor) and x.numel() == 1:
+            return x.item()
+        raise TypeError(f"cannot write {type(x).__name__}")
+
+    return json.loads(json.dumps(obj, default=default))
+
+
+def public_ledger_state(ledger: PrivacyLedger) -> dict:
+    """The ledger's state without anything computed from the private batches.
+
+    With a credit mode the credited history (σ_t from each batch's shot statistics) is replaced
+    by the proven one, i.e. *nothing credited* (data-independent, and conservative: the
+    credited ε read back from it equals the proven ε); ``"credited_history_note"`` says so.
+    The real credited history goes to ``diagnostics.json`` with ``diagnostics=True``.
+
+    Returns:
+        dict: a JSON-able state that :meth:`PrivacyLedger.load_state_dict` reads.
+    """
+    state = _plain(ledger.state_dict())
+    if ledger.credit_mode != "none":
+        state["credited_history"] = [list(h) for h in state["proven_history"]]
+        state["credited_history_note"] = (
+            "withheld: the credited σ_t are computed from the private batches' shot statistics "
+            "(NOT protected); here nothing is credited (credited σ_t = proven σ_t). With "
+            "--diagnostics the real credited history is in diagnostics.json.")
+    return state
 
 
 def _provenance(data) -> dict:
-    """Command line and SHA-256 of the training data (ledger provenance)."""
-    import hashlib
+    """Command line, data set name, size and label mapping (ledger provenance; no data hash)."""
     import sys
+
+    return {"command_line": list(sys.argv), "dataset": data.name,
+            "training_examples": int(len(data.y_train)),
+            "n_classes": data.n_classes, "label_mapping": data.label_mapping_text(),
+            "feature_ranges": [list(r) for r in data.feature_ranges] or None}
+
+
+def _training_data_sha256(data) -> str:
+    """SHA-256 of the training data: a function of every private example (diagnostics only)."""
+    import hashlib
 
     digest = hashlib.sha256()
     for arr in (data.X_train, data.y_train):
         digest.update(np.ascontiguousarray(arr, dtype=np.float64).tobytes())
-    return {"command_line": list(sys.argv), "dataset": data.name,
-            "training_data_sha256": digest.hexdigest(),
-            "training_examples": int(len(data.y_train)),
-            "n_classes": data.n_classes, "label_mapping": data.label_mapping_text(),
-            "feature_ranges": [list(r) for r in data.feature_ranges] or None}
+    return digest.hexdigest()
 
 
 def _seed_for(seed, epoch, stream):
@@ -426,31 +501,26 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
         if not os.access(out_dir, os.W_OK):
             raise ValueError(f"--output-dir {out_dir} is not writable.")
     if resume:
-        if out_dir is None or not (out_dir / "checkpoint.pt").exists():
-            raise ValueError(f"--resume needs a checkpoint in `output_dir`. Found none in "
-                             f"{out_dir}.")
-        try:
-            ckpt = torch.load(out_dir / "checkpoint.pt", weights_only=False)
-            saved = ckpt["config"]
-        except Exception as err:  # any unreadable file is reported the same way
-            raise ValueError(f"--resume: the checkpoint {out_dir / 'checkpoint.pt'} cannot be "
-                             f"read (corrupt or truncated?): {type(err).__name__}: {err}") \
-                from err
-        now = dataclasses.asdict(config)
-        differ = [f"--{k.replace('_', '-')}: {saved.get(k)!r} (interrupted run) vs "
-                  f"{now.get(k)!r} (now)" for k in sorted(set(saved) | set(now))
-                  if saved.get(k) != now.get(k) and k != "output_dir"]  # a moved run resumes
-        if differ:
-            raise ValueError("--resume needs the same settings as the interrupted run; these "
-                             "differ: " + "; ".join(differ) + ".")
+        ckpt, diag = _read_checkpoint(out_dir, config)
         model.load_state_dict(ckpt["model"])
-        sgd.load_state_dict(ckpt["optimizer"])
+        records = [public_record(r) for r in ckpt["step_records"]]
+        metrics = [public_record(m, PUBLIC_EPOCH_FIELDS) for m in ckpt["metrics"]]
+        if diag is not None:  # the data-dependent part, NOT protected, from diagnostics.json
+            records = _merge(records, diag.get("per_step", []), "step")
+            metrics = _merge(metrics, diag.get("per_epoch", []), "epoch")
+            training_shots = int(metrics[-1].get("training_shots", 0)) if metrics else 0
         if private:
-            opt.ledger.load_state_dict(ckpt["ledger"])
-            opt.history = [StepRecord(r) for r in ckpt["step_records"]]
-            opt.max_grad_norm = ckpt.get("clip_norm", opt.max_grad_norm)
-        start_epoch, metrics, records = ckpt["epoch"], ckpt["metrics"], ckpt["step_records"]
-        training_shots = metrics[-1].get("training_shots", 0) if metrics else 0
+            ledger_state = ckpt["ledger"]
+            if diag is not None and diag.get("credited_history") is not None:
+                ledger_state = {**ledger_state, "credited_history": diag["credited_history"]}
+            opt.ledger.load_state_dict(ledger_state)
+            # through the optimizer's own load_state_dict, so whatever it restores (clip norm,
+            # history length for the public clip's refresh) is restored here too
+            opt.load_state_dict({"optimizer": ckpt["optimizer"], "history": records,
+                                 "max_grad_norm": ckpt["clip_norm"], "generator": None})
+        else:
+            sgd.load_state_dict(ckpt["optimizer"])
+        start_epoch = ckpt["epoch"]
 
     stopped = None
     dev = model.qlayer.qnode.device
@@ -500,48 +570,169 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
         metrics.append(row)
         bar.set_postfix(acc=f"{acc:.3f}", eps=f"{row['epsilon']:.3f}")
         if out_dir is not None:  # created (and checked) before training
-            torch.save({"config": dataclasses.asdict(config), "epoch": epoch + 1,
-                        "model": model.state_dict(), "optimizer": sgd.state_dict(),
-                        "ledger": opt.ledger.state_dict() if private else None,
-                        "clip_norm": opt.max_grad_norm if private else None,
-                        "metrics": metrics, "step_records": records},
-                       out_dir / "checkpoint.pt")
+            _write_checkpoint(out_dir, config=config, epoch=epoch + 1, model=model, sgd=sgd,
+                              opt=opt if private else None, metrics=metrics, records=records)
+            if config.diagnostics:
+                _write_json(out_dir / "diagnostics.json", _diagnostics_document(
+                    metrics, records, opt.ledger if private else None, data))
         if stopped:
             break
     bar.close()
-    statement = opt.ledger.statement() if private else (
-        "Non-private baseline: no differential privacy guarantee.")
+    diag_summary = None
+    if config.diagnostics:
+        written = ["diagnostics.json"] + (["diagnostics.png"] if records else [])
+        diag_summary = {"written_to": written if out_dir is not None else [],
+                        "per_example_gradients": int(sum(r.get("batch_examples", 0)
+                                                         for r in records)),
+                        "training_shots": int(training_shots)}
+        if private and (opt.ledger.extra or {}).get("clipping", {}).get("mode") == "certified":
+            diag_summary["certified_clip_binding"] = int(sum(
+                r.get("certified_bound_violations", 0) for r in records))
+    if private:
+        opt.ledger.extra_update({"shots_per_circuit": shots, "device": device,
+                                 "shot_sampling": sampling})
     result = TrainResult(
         test_accuracy=metrics[-1]["test_accuracy"] if metrics else _accuracy(model, x_test,
                                                                              y_test),
         epsilon=opt.ledger.epsilon if private else math.inf,
         credited_epsilon=opt.ledger.credited_epsilon if private else math.inf,
         steps=opt.ledger.steps if private else last * len(train_loader),
-        statement=statement, metrics=metrics, step_records=records,
+        statement=(opt.ledger.statement(diagnostics=diag_summary) if private else
+                   "Non-private baseline: no differential privacy guarantee."),
+        metrics=metrics, step_records=records,
         weights=model.qlayer.weights.detach().numpy().copy(),
         output_dir=str(out_dir) if out_dir else None, stopped_early=stopped,
         shots=shots, training_shots=training_shots, device=device,
         n_classes=data.n_classes, label_mapping=data.label_mapping_text(),
+        diagnostics=diag_summary,
     )
-    if private:
-        violations = sum(r.get("certified_bound_violations", 0) for r in records)
-        opt.ledger.extra_update({"certified_clip_violations": int(violations),
-                                 "shots_per_circuit": shots, "training_shots": training_shots,
-                                 "device": device, "shot_sampling": sampling})
-        result.statement = opt.ledger.statement()
     if out_dir is not None:
         write_outputs(result, opt.ledger if private else None, out_dir,
                       diagnostics=config.diagnostics, credit=config.credit != "none")
+        if config.diagnostics:
+            _write_json(out_dir / "diagnostics.json", _diagnostics_document(
+                metrics, records, opt.ledger if private else None, data, summary=diag_summary))
     return result
+
+
+def _write_json(path: Path, obj) -> None:
+    """Write ``obj`` as JSON atomically (temporary file, then rename)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(_plain(obj), indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _merge(public: list, diagnostic: list, key: str) -> list:
+    """Join public rows with their diagnostics rows (same ``key``) for a resumed run."""
+    extra = {d[key]: d for d in diagnostic if key in d}
+    return [{**row, **extra.get(row.get(key), {})} for row in public]
+
+
+def _diagnostics_document(metrics, records, ledger, data, summary=None) -> dict:
+    """``diagnostics.json``: everything computed from the private batches (NOT protected)."""
+    doc = {"NOT_PROTECTED": NOT_PROTECTED,
+           "per_step": [diagnostic_record(r) for r in records],
+           "per_epoch": [diagnostic_record(m, PUBLIC_EPOCH_FIELDS) for m in metrics],
+           "training_data_sha256": _training_data_sha256(data)}
+    if ledger is not None and ledger.credit_mode != "none":
+        doc["credited_history"] = [list(h) for h in ledger.credited_history]
+        doc["credited_epsilon"] = ledger.credited_epsilon
+    if summary is not None:
+        doc["summary"] = {k: v for k, v in summary.items() if k != "written_to"}
+    return doc
+
+
+def _write_checkpoint(out_dir: Path, *, config, epoch, model, sgd, opt, metrics, records):
+    """``checkpoint.pt``: tensors and built-in containers only, nothing from the private batches.
+
+    The model and optimizer state (functions of the released noisy gradients), the public
+    ledger state (:func:`public_ledger_state`), the clip norm, and the public per-epoch and
+    per-step fields; the data-dependent fields are in ``diagnostics.json`` (with
+    ``diagnostics=True``) and are read back from there on resume.
+    """
+    torch.save({"format": CHECKPOINT_FORMAT, "config": dataclasses.asdict(config),
+                "epoch": epoch, "model": model.state_dict(), "optimizer": sgd.state_dict(),
+                "ledger": public_ledger_state(opt.ledger) if opt is not None else None,
+                "clip_norm": _plain(opt.max_grad_norm) if opt is not None else None,
+                "metrics": _plain([public_record(m, PUBLIC_EPOCH_FIELDS) for m in metrics]),
+                "step_records": _plain([public_record(r) for r in records])},
+               out_dir / "checkpoint.pt")
+
+
+def _read_checkpoint(out_dir: Path | None, config) -> tuple[dict, dict | None]:
+    """Load ``checkpoint.pt`` with ``weights_only=True`` and check it matches ``config``.
+
+    Returns:
+        tuple: the checkpoint and, with ``config.diagnostics``, ``diagnostics.json``.
+
+    Raises:
+        ValueError: no checkpoint; a checkpoint holding anything but tensors and built-in
+            containers (a pickled object could run code: refused, never executed); an
+            unreadable one; settings that differ from the interrupted run.
+    """
+    import pickle
+    import re
+
+    path = None if out_dir is None else out_dir / "checkpoint.pt"
+    if path is None or not path.exists():
+        raise ValueError(f"--resume needs a checkpoint in `output_dir`. Found none in "
+                         f"{out_dir}.")
+    try:
+        ckpt = torch.load(path, weights_only=True)
+    except pickle.UnpicklingError as err:
+        found = re.search(r"GLOBAL (\S+)", str(err))  # torch names the refused callable
+        if found:
+            raise ValueError(
+                f"--resume refused {path}: it holds pickled objects other than tensors and "
+                f"built-in containers, and loading them could run arbitrary code (it names "
+                f"{found.group(1)}). qshiftdp train never writes such a checkpoint (it may have "
+                f"been replaced or tampered with); it was not loaded. Start a new run in a new "
+                f"--output-dir.") from None
+        raise ValueError(f"--resume: the checkpoint {path} cannot be read (corrupt or "
+                         f"truncated?): {type(err).__name__}: {err}") from err
+    except Exception as err:  # any unreadable file is reported the same way
+        raise ValueError(f"--resume: the checkpoint {path} cannot be read (corrupt or "
+                         f"truncated?): {type(err).__name__}: {err}") from err
+    if not isinstance(ckpt, dict) or not isinstance(ckpt.get("config"), dict) or any(
+            k not in ckpt for k in ("epoch", "model", "optimizer", "ledger", "metrics",
+                                    "step_records")):
+        raise ValueError(f"--resume: the checkpoint {path} cannot be read (corrupt or "
+                         f"truncated?): not a qshiftdp train checkpoint.")
+    saved, now = ckpt["config"], dataclasses.asdict(config)
+    differ = [f"--{k.replace('_', '-')}: {saved.get(k)!r} (interrupted run) vs "
+              f"{now.get(k)!r} (now)" for k in sorted(set(saved) | set(now))
+              if saved.get(k) != now.get(k) and k != "output_dir"]  # a moved run resumes
+    if differ:
+        raise ValueError("--resume needs the same settings as the interrupted run; these "
+                         "differ: " + "; ".join(differ) + ".")
+    diag = None
+    if config.diagnostics:
+        try:
+            diag = json.loads((out_dir / "diagnostics.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise ValueError(f"--resume with --diagnostics needs the interrupted run's "
+                             f"{out_dir / 'diagnostics.json'}: {type(err).__name__}: "
+                             f"{err}") from err
+    return ckpt, diag
 
 
 def write_outputs(result: TrainResult, ledger: PrivacyLedger | None, out_dir: Path, *,
                   diagnostics: bool = False, credit: bool = False) -> None:
-    """Ledger JSON, metrics CSV/JSON, step records and PNG plots into ``out_dir``.
+    """Ledger JSON, privacy statement, metrics CSV/JSON and PNG plots into ``out_dir``.
 
-    Without ``diagnostics`` the per-step records hold only fields that do not depend on the
-    private batches (:func:`public_record`); with it, also :data:`DIAGNOSTIC_STEP_FIELDS` and a
-    ``diagnostics.png``.
+    Nothing written here is computed from the private batches unless ``diagnostics``: the
+    ledger state is :func:`public_ledger_state`, the step and epoch records are restricted to
+    :data:`PUBLIC_STEP_FIELDS` and :data:`PUBLIC_EPOCH_FIELDS` (:func:`public_record`), and the
+    plots show only those. With ``diagnostics`` a ``diagnostics.png`` is added (the job writes
+    ``diagnostics.json`` itself), and the credited ε is plotted.
+
+    Args:
+        result: the :class:`TrainResult`.
+        ledger: the run's ledger, or ``None`` for the non-private baseline.
+        out_dir: the output directory (created if needed).
+        diagnostics: also write the data-dependent diagnostics plot.
+        credit: a shot-noise credit mode was on (the credited ε is plotted with
+            ``diagnostics``).
     """
     import matplotlib
 
@@ -550,32 +741,33 @@ def write_outputs(result: TrainResult, ledger: PrivacyLedger | None, out_dir: Pa
 
     out_dir.mkdir(parents=True, exist_ok=True)
     if ledger is not None:
-        ledger.save(out_dir / "ledger.json")
-    (out_dir / "privacy_statement.txt").write_text(result.statement + "\n")
-    records = (result.step_records if diagnostics
-               else [public_record(r, credit=credit) for r in result.step_records])
-    (out_dir / "metrics.json").write_text(json.dumps(
-        {"test_accuracy": result.test_accuracy, "epsilon": result.epsilon,
-         "credited_epsilon": result.credited_epsilon, "steps": result.steps,
-         "shots_per_circuit": result.shots, "training_shots": result.training_shots,
-         "device": result.device,
-         "per_epoch": result.metrics, "per_step": records, "diagnostics": diagnostics,
-         "stopped_early": result.stopped_early}, indent=2, default=float))
-    if result.metrics:
-        with open(out_dir / "metrics.csv", "w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=list(result.metrics[0]))
+        _write_json(out_dir / "ledger.json", public_ledger_state(ledger))
+    (out_dir / "privacy_statement.txt").write_text(result.statement + "\n", encoding="utf-8")
+    records = [public_record(r) for r in result.step_records]
+    epochs = [public_record(m, PUBLIC_EPOCH_FIELDS) for m in result.metrics]
+    _write_json(out_dir / "metrics.json", {
+        "protected": "every value here is data-independent (step counts, the proven ε, the "
+                     "noise added, the clip norm) or computed from the released weights "
+                     "(test-split metrics); data-dependent diagnostics are only ever in "
+                     "diagnostics.json",
+        "test_accuracy": result.test_accuracy, "epsilon": result.epsilon,
+        "steps": result.steps, "shots_per_circuit": result.shots, "device": result.device,
+        "per_epoch": epochs, "per_step": records, "diagnostics": diagnostics,
+        "stopped_early": result.stopped_early})
+    if epochs:
+        with open(out_dir / "metrics.csv", "w", newline="", encoding="utf-8") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(PUBLIC_EPOCH_FIELDS))
             writer.writeheader()
-            writer.writerows(result.metrics)
+            writer.writerows(epochs)
     fig, ax = plt.subplots(1, 3, figsize=(14, 4))
-    steps_at_epoch = [m["steps"] or 0 for m in result.metrics]
-    ax[0].plot(steps_at_epoch, [m["test_accuracy"] for m in result.metrics], "o-",
+    steps_at_epoch = [m["steps"] or 0 for m in epochs]
+    ax[0].plot(steps_at_epoch, [m["test_accuracy"] for m in epochs], "o-",
                label="test accuracy")
     ax[0].axhline(1.0 / max(result.n_classes, 2), ls="-.", c="grey",
                   label=f"chance (1/{max(result.n_classes, 2)})")
     ax[0].set(xlabel="steps", ylabel="test accuracy", title="Test accuracy", ylim=(0, 1.02))
     ax[0].legend(fontsize=7, loc="lower right")
-    losses = [(st, m.get("test_loss")) for st, m in zip(steps_at_epoch, result.metrics,
-                                                         strict=True)
+    losses = [(st, m.get("test_loss")) for st, m in zip(steps_at_epoch, epochs, strict=True)
               if m.get("test_loss") is not None]
     if losses:
         ax[1].plot(*zip(*losses, strict=True), "o-")
@@ -584,9 +776,9 @@ def write_outputs(result: TrainResult, ledger: PrivacyLedger | None, out_dir: Pa
         steps = [r["step"] for r in records]
         ax[2].plot(steps, [r["epsilon"] for r in records],
                    label="proven ε (noise actually added)")
-        if credit:
-            ax[2].plot(steps, [r["credited_epsilon"] for r in records], "--",
-                       label="credited ε (Gaussian approximation of shot noise)")
+        if credit and diagnostics:  # the credited ε is computed from the private batches
+            ax[2].plot(steps, [r.get("credited_epsilon") for r in result.step_records], "--",
+                       label="credited ε (Gaussian approximation; NOT protected)")
         ax[2].legend(fontsize=7)
     else:
         ax[2].text(0.5, 0.5, "non-private run: ε = ∞", ha="center", va="center",

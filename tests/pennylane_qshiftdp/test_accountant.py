@@ -373,10 +373,13 @@ class TestStatement:
         assert (gaussian in text) == (mode != "none")
         assert ("δ + β" in text) == (mode in ("adaptive", "isotropic"))
         assert "Preprocessing: none declared" in text
-        assert "NOT protected" not in text
+        assert "Preprocessing (NOT protected)" not in text
+        # nothing computed from the private batches without diagnostics
+        assert "Diagnostics (NOT protected" not in text
+        assert ("ε withheld" in text) == (mode != "none")
 
     def test_adaptive_beta_explained(self):
-        text = make(credit_mode="adaptive", beta=1e-4).statement()
+        text = make(credit_mode="adaptive", beta=1e-4).statement(diagnostics={})
         assert "(ε, δ + β) = (0, 0.00011)" in text
         assert (
             "β = 0.0001 the probability that the adaptive shot-noise variance bound fails" in text
@@ -400,6 +403,59 @@ class TestStatement:
         assert "Preprocessing (NOT protected): Means and principal components" in text
         assert '"delta_parts": [0.75, 0.75]' in text
         assert "each example joins each batch independently" in text
+
+    def test_first_line_names_what_is_covered_and_what_is_not(self):
+        """Exact first lines: raw data (fixed preprocessing), preprocessed data with the
+        statistics held fixed (data-dependent preprocessing), undeclared preprocessing."""
+        head = ("Guarantee: (ε, δ) = (0, 1e-05)-differential privacy (ε in nats; target ε = 1) "
+                "for the training examples (add/remove-one adjacency)")
+        fixed = make(extra={"preprocessing": "pooling over fixed regions"}).statement()
+        assert fixed.splitlines()[0] == head + (
+            " from the raw data on (the preprocessing is fixed before seeing the data).")
+        pca = make(preprocessing_note="Means and principal components.").statement()
+        assert pca.splitlines()[0] == head + (
+            " as preprocessed, with the preprocessing statistics held fixed; NOT for those "
+            "statistics, which were computed from the training data without privacy (see "
+            "Preprocessing), so NOT for the raw data.")
+        undeclared = make().statement()
+        assert undeclared.splitlines()[0] == head + (
+            " as they reach the private training loop; NOT for any preprocessing fitted on the "
+            "data before that point (none declared).")
+        replace = make(adjacency="replace_one").statement().splitlines()[0]
+        assert "for the training examples (replace-one adjacency)" in replace
+        credit = make(credit_mode="depolarizing").statement().splitlines()[0]
+        assert credit.startswith("Proven guarantee: (ε, δ) = (0, 1e-05)-differential privacy")
+
+    def test_diagnostics_are_named_in_the_first_line_and_marked(self):
+        ledger = make(extra={"clipping": {"mode": "certified", "description": "C = Δ"}})
+        plain = ledger.statement()
+        assert "NOT for the diagnostics" not in plain and "Diagnostics (NOT" not in plain
+        assert ("Certified clip: a clip that binds means the declared loss or observable bound "
+                "was wrong for that example, never a weaker guarantee, because the clip is "
+                "enforced. Whether it bound is computed from the private batches, so it is not "
+                "reported here") in plain
+        diag = {"written_to": ["diagnostics.json", "diagnostics.png"],
+                "certified_clip_binding": 3, "per_example_gradients": 40}
+        text = ledger.statement(diagnostics=diag)
+        assert text.splitlines()[0].endswith(
+            "; NOT for the diagnostics released beside it (diagnostics.json, diagnostics.png), "
+            "which are computed from the private batches.")
+        assert ("Diagnostic (NOT protected, computed from the private batches): 3 of 40 "
+                "per-example gradients exceeded the certified bound and were clipped — the "
+                "certified bound does not hold for this model and loss.") in text
+        assert text.splitlines()[-1] == (
+            "Diagnostics (NOT protected by the privacy guarantee: computed from the private "
+            "batches, they can reveal individual training examples; do not publish them): "
+            "written to diagnostics.json, diagnostics.png.")
+        with pytest.raises(TypeError, match=re.escape(
+                "`diagnostics` must be None or a dict. Found list.")):
+            ledger.statement(diagnostics=["x"])
+
+    def test_steps_outside_poisson_sampling_void_the_first_line(self):
+        text = make(extra={"steps_without_poisson_batch": 2}).statement()
+        assert text.splitlines()[0].startswith("NO GUARANTEE for this run: 2 step(s) used no "
+                                               "batch drawn from the Poisson-sampling loader")
+        assert "DOES NOT HOLD" in text.splitlines()[0]
 
     def test_repr(self):
         ledger = make()
@@ -426,9 +482,12 @@ class TestTwoGuarantees:
         assert ledger.epsilon == pytest.approx(opacus_epsilon([(1.5, 0.1, 4)], 1e-5), rel=1e-12)
         assert ledger.epsilon > ledger.credited_epsilon
         assert ledger.planned_epsilon == pytest.approx(opacus_epsilon([(2.0, 0.1, 4)], 1e-5))
-        text = ledger.statement()
-        assert "Proven guarantee: (ε, δ) = (" + f"{ledger.proven_epsilon:.6g}" in text
-        assert "Credited Q-ShiftDP guarantee (an APPROXIMATION, not proven): (ε, δ) = (" in text
+        text = ledger.statement(diagnostics={})
+        assert text.startswith("Proven guarantee: (ε, δ) = (" + f"{ledger.proven_epsilon:.6g}")
+        assert ("Credited Q-ShiftDP guarantee (an APPROXIMATION, not proven): (ε, δ) = ("
+                f"{ledger.credited_epsilon:.6g}, 1e-05)") in text
+        # the credited ε is computed from the batches: withheld without diagnostics
+        assert f"{ledger.credited_epsilon:.6g}" not in ledger.statement()
         restored = PrivacyLedger.from_json(ledger.to_json())
         assert restored.proven_history == ledger.proven_history
         assert restored.credited_history == ledger.credited_history

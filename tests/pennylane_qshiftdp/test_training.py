@@ -22,6 +22,11 @@ def test_train_writes_outputs_and_respects_budget(tmp_path):
         assert (tmp_path / "run" / name).exists(), name
     ledger = json.loads((tmp_path / "run" / "ledger.json").read_text())
     assert ledger["format_version"] == 2
+    from pennylane_qshiftdp.training import PUBLIC_STEP_FIELDS
+
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["per_step"] and all(set(x) <= set(PUBLIC_STEP_FIELDS)
+                                       for x in metrics["per_step"])
     for rec in r.step_records:
         assert rec["artificial_variance_mean"] == pytest.approx(rec["target_variance"])
         assert rec["certified_bound_violations"] == 0
@@ -265,28 +270,254 @@ def test_hybrid_model_and_fixed_clipping_train_from_the_job():
     assert any("next_clip_norm" in rec for rec in r.step_records)
 
 
-def test_outputs_hold_only_public_fields_unless_diagnostics(tmp_path):
-    from pennylane_qshiftdp.training import DIAGNOSTIC_STEP_FIELDS
+# ---------------------------------------------------------------------------------------------
+# Side outputs: nothing that depends on a private batch is written unless diagnostics=True
+# ---------------------------------------------------------------------------------------------
 
-    cfg = dict(TINY, epochs=1, expected_batch_size=64)  # two steps on the tiny set
-    train(TrainConfig(**cfg, output_dir=str(tmp_path / "plain")), progress=False)
-    plain = json.loads((tmp_path / "plain" / "metrics.json").read_text())["per_step"]
-    assert plain and not any(k in r for r in plain for k in DIAGNOSTIC_STEP_FIELDS)
-    assert not (tmp_path / "plain" / "diagnostics.png").exists()
-    with pytest.warns(qs.PrivacyWarning, match="NOT covered by the differential-privacy"):
-        r = train(TrainConfig(**cfg, credit="adaptive", beta=1e-3, diagnostics=True,
-                              output_dir=str(tmp_path / "diag")), progress=False)
-    diag = json.loads((tmp_path / "diag" / "metrics.json").read_text())["per_step"]
-    assert len(diag) == r.steps >= 2
-    for rec in diag:
-        for k in DIAGNOSTIC_STEP_FIELDS:
-            assert k in rec, k
-        assert rec["credited_noise_multiplier"] >= rec["proven_noise_multiplier"]
-        assert 0.0 <= rec["clipped_fraction"] <= 1.0 and rec["gradient_snr"] >= 0.0
+def _data_dependent_keys():
+    from pennylane_qshiftdp.training import DIAGNOSTIC_EPOCH_FIELDS, DIAGNOSTIC_STEP_FIELDS
+
+    return set(DIAGNOSTIC_STEP_FIELDS) | set(DIAGNOSTIC_EPOCH_FIELDS) | {
+        "training_data_sha256", "certified_clip_violations", "training_shots", "unclipped",
+        "largest_norm_ratio"}
+
+
+def _train_on(monkeypatch, out, *, drop_first=False, **kw):
+    """Train TINY on digits, or on its neighbour without the first training example."""
+    import dataclasses
+
+    import pennylane_qshiftdp.data as data_mod
+
+    original = data_mod.load_dataset
+
+    def load(*args, **kwargs):
+        d = original(*args, **kwargs)
+        if drop_first:  # D' = D minus one example; the test split is unchanged
+            d = dataclasses.replace(d, X_train=d.X_train[1:], y_train=d.y_train[1:])
+        return d
+
+    monkeypatch.setattr(data_mod, "load_dataset", load)
+    out.mkdir(parents=True)
+    monkeypatch.chdir(out)  # the same relative --output-dir in both worlds
+    try:
+        return train(TrainConfig(**{**TINY, "epochs": 1, **kw}, output_dir="."),
+                     progress=False)
+    finally:
+        monkeypatch.setattr(data_mod, "load_dataset", original)
+
+
+def _leaves(obj, path=()):
+    """Every (path, value) leaf of nested dicts/lists/tensors, tensors as lists."""
+    if isinstance(obj, torch.Tensor):
+        obj = obj.tolist()
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _leaves(v, (*path, str(k)))
+    elif isinstance(obj, list | tuple):
+        for i, v in enumerate(obj):
+            yield from _leaves(v, (*path, i))
+    else:
+        yield path, obj
+
+
+def _outputs(out):
+    """Every output of a run directory as leaves: JSON, checkpoint, CSV and statement lines."""
+    import csv
+
+    leaves = {}
+    for name in ("ledger.json", "metrics.json"):
+        leaves.update({(name, *p): v for p, v in _leaves(json.loads((out / name).read_text()))})
+    ckpt = torch.load(out / "checkpoint.pt", weights_only=True)
+    leaves.update({("checkpoint.pt", *p): v for p, v in _leaves(ckpt)})
+    with open(out / "metrics.csv", newline="") as fh:
+        for i, row in enumerate(csv.DictReader(fh)):
+            leaves.update({("metrics.csv", i, k): v for k, v in row.items()})
+    lines = (out / "privacy_statement.txt").read_text().splitlines()
+    leaves.update({("privacy_statement.txt", line.split(":")[0]): line for line in lines})
+    return leaves
+
+
+def _differing(a, b):
+    """Leaf paths whose value differs (or that exist in one run only), with indices as '*'."""
+    return {tuple("*" if isinstance(k, int) else k for k in path)
+            for path in set(a) | set(b) if a.get(path, "missing") != b.get(path, "missing")}
+
+
+def test_default_outputs_of_neighbouring_data_sets_differ_only_in_the_dp_release(
+        monkeypatch, tmp_path):
+    """The exact side-output check (issue 21, row "default qshiftdp train outputs").
+
+    D and D' = D minus one training example, same seeds (seeded noise, so the noise is the
+    same draw in both worlds). Every file and key written by default is listed; the values
+    that differ between D and D' are exactly the privatized model and what is computed from it
+    (test-split accuracy and loss), plus N (public by convention, as in Opacus). The old
+    checkpoint held the batch sizes, clipped counts and ‖Σ clipped g‖ / σC: it fails this.
+    """
+    from pennylane_qshiftdp.training import PUBLIC_EPOCH_FIELDS, PUBLIC_STEP_FIELDS
+
+    d = _train_on(monkeypatch, tmp_path / "D", max_grad_norm="certified")
+    d2 = _train_on(monkeypatch, tmp_path / "D2", drop_first=True, max_grad_norm="certified")
+    assert d.steps == d2.steps == 9  # q = 1/ceil(270/32) = 1/ceil(269/32): same plan
+    files = {"accuracy_epsilon.png", "checkpoint.pt", "ledger.json", "metrics.csv",
+             "metrics.json", "privacy_statement.txt"}  # certified clip: constant noise, no plot
+    for run in ("D", "D2"):
+        assert {f.name for f in (tmp_path / run).iterdir()} == files
+    a, b = _outputs(tmp_path / "D"), _outputs(tmp_path / "D2")
+    # no key of the data-dependent kind anywhere; step and epoch rows hold only public fields
+    keys = {k for path in a for k in path if isinstance(k, str)}
+    assert not keys & _data_dependent_keys()
+    ckpt = torch.load(tmp_path / "D" / "checkpoint.pt", weights_only=True)
+    metrics = json.loads((tmp_path / "D" / "metrics.json").read_text())
+    for rows, allowed in ((ckpt["step_records"], PUBLIC_STEP_FIELDS),
+                          (metrics["per_step"], PUBLIC_STEP_FIELDS),
+                          (ckpt["metrics"], PUBLIC_EPOCH_FIELDS),
+                          (metrics["per_epoch"], PUBLIC_EPOCH_FIELDS)):
+        assert rows and all(set(r) <= set(allowed) for r in rows)
+    assert len(ckpt["step_records"]) == 9 and ckpt["format"] == "qshiftdp-train-checkpoint-2"
+    # what differs between the neighbours: the DP release and its post-processing, and N
+    release = {("checkpoint.pt", "model", "qlayer.weights", "*", "*", "*"),
+               ("checkpoint.pt", "metrics", "*", "test_accuracy"),
+               ("checkpoint.pt", "metrics", "*", "test_loss"),
+               ("metrics.json", "test_accuracy"),
+               ("metrics.json", "per_epoch", "*", "test_accuracy"),
+               ("metrics.json", "per_epoch", "*", "test_loss"),
+               ("metrics.csv", "*", "test_accuracy"), ("metrics.csv", "*", "test_loss")}
+    public_n = {(f, *p) for f in ("ledger.json",) for p in (
+        ("dataset_size",), ("extra", "provenance", "training_examples"))} | {
+        ("checkpoint.pt", "ledger", "dataset_size"),
+        ("checkpoint.pt", "ledger", "extra", "provenance", "training_examples"),
+        ("privacy_statement.txt", "Sampling")}
+    diff = _differing(a, b)
+    assert diff <= release | public_n, diff - release - public_n
+    assert ("checkpoint.pt", "model", "qlayer.weights", "*", "*", "*") in diff  # it trained
+    assert ("privacy_statement.txt", "Sampling") in diff  # N = 270 vs 269, stated as public
+    # the plot is a function of the public records only: redrawn from them, byte for byte
+    from pennylane_qshiftdp.training import TrainResult, write_outputs
+
+    redrawn = TrainResult(
+        test_accuracy=metrics["test_accuracy"], epsilon=metrics["epsilon"],
+        steps=metrics["steps"], statement="", metrics=metrics["per_epoch"],
+        step_records=metrics["per_step"], weights=np.zeros(1), output_dir=None,
+        n_classes=d.n_classes)
+    write_outputs(redrawn, None, tmp_path / "redrawn")
+    assert ((tmp_path / "redrawn" / "accuracy_epsilon.png").read_bytes()
+            == (tmp_path / "D" / "accuracy_epsilon.png").read_bytes())
+
+
+def test_diagnostics_are_separate_marked_and_differ_between_neighbours(monkeypatch, tmp_path):
+    """With diagnostics=True the data-dependent records go to diagnostics.json (marked), the
+    statement names them, and they do differ between D and D' (the check above has power)."""
+    from pennylane_qshiftdp.training import DIAGNOSTIC_STEP_FIELDS, NOT_PROTECTED
+
+    runs = []
+    for name, drop in (("D", False), ("D2", True)):
+        with pytest.warns(qs.PrivacyWarning, match="NOT covered by the differential-privacy"):
+            runs.append(_train_on(monkeypatch, tmp_path / name, drop_first=drop,
+                                  max_grad_norm="certified", credit="adaptive", beta=1e-3,
+                                  diagnostics=True))
+    r = runs[0]
+    out = tmp_path / "D"
+    assert {"diagnostics.json", "diagnostics.png"} <= {f.name for f in out.iterdir()}
+    diag = json.loads((out / "diagnostics.json").read_text())
+    assert diag["NOT_PROTECTED"] == NOT_PROTECTED
+    assert len(diag["per_step"]) == r.steps == 9
+    for rec, full in zip(diag["per_step"], r.step_records, strict=True):
+        assert set(DIAGNOSTIC_STEP_FIELDS) <= set(rec)
+        assert rec == {k: v for k, v in full.items() if k in rec}  # the records as computed
+        assert rec["credited_noise_multiplier"] >= full["proven_noise_multiplier"]
         assert rec["shot_variance_lower_bound_mean"] <= rec["shot_variance_estimate_mean"]
-    assert (tmp_path / "diag" / "diagnostics.png").exists()
-    ledger = json.loads((tmp_path / "diag" / "ledger.json").read_text())
-    assert ledger["extra"]["certified_clip_violations"] == 0
+    assert diag["summary"]["per_example_gradients"] == sum(
+        x["batch_examples"] for x in r.step_records)
+    assert diag["summary"]["certified_clip_binding"] == 0
+    assert diag["credited_epsilon"] == pytest.approx(r.credited_epsilon, rel=1e-12)
+    assert len(diag["training_data_sha256"]) == 64
+    # the default files stay clean: diagnostics never leak into them
+    a = _outputs(out)
+    assert not {k for p in a for k in p if isinstance(k, str)} & _data_dependent_keys()
+    ledger = json.loads((out / "ledger.json").read_text())
+    assert ledger["credited_history"] == ledger["proven_history"]  # nothing credited in it
+    assert "withheld" in ledger["credited_history_note"]
+    # the statement says they were written, counts the certified clip, shows the credited ε
+    first = r.statement.splitlines()[0]
+    assert first.endswith("; NOT for the diagnostics released beside it (diagnostics.json, "
+                          "diagnostics.png), which are computed from the private batches.")
+    n = diag["summary"]["per_example_gradients"]
+    assert (f"Diagnostic (NOT protected, computed from the private batches): 0 of {n} "
+            f"per-example gradients exceeded the certified bound and were clipped.") in r.statement
+    assert f"({r.credited_epsilon:.6g}, 0.00101)" in r.statement
+    # the diagnostics differ between the neighbours (what the default outputs must not hold)
+    d2 = json.loads((tmp_path / "D2" / "diagnostics.json").read_text())
+    changed = {p[-1] for p in _differing(dict(_leaves(diag)), dict(_leaves(d2)))}
+    assert {"gradient_snr", "training_data_sha256", "credited_epsilon"} <= changed
+
+
+def test_default_statement_withholds_data_dependent_numbers(tmp_path):
+    cfg = TrainConfig(**{**TINY, "epochs": 1}, credit="adaptive", beta=1e-3,
+                      output_dir=str(tmp_path))
+    r = train(cfg, progress=False)
+    assert r.diagnostics is None and "ε withheld" in r.statement
+    assert f"{r.credited_epsilon:.6g}" not in r.statement
+    assert "Certified clip: a clip that binds means" in r.statement
+    assert "Diagnostics (NOT protected" not in r.statement
+    assert not (tmp_path / "diagnostics.json").exists()
+    assert (tmp_path / "privacy_statement.txt").read_text() == r.statement + "\n"
+
+
+def test_resume_refuses_a_checkpoint_that_would_run_code(tmp_path):
+    """torch.load(weights_only=True): a pickled callable is refused, never executed."""
+    import os
+
+    cfg = TrainConfig(**{**TINY, "epochs": 2}, output_dir=str(tmp_path / "run"))
+    train(cfg, progress=False, stop_after_epochs=1)
+    path = tmp_path / "run" / "checkpoint.pt"
+    ckpt = torch.load(path, weights_only=True)
+    marker = tmp_path / "code-ran"
+
+    class _RunsCode:
+        def __reduce__(self):
+            return (os.makedirs, (str(marker),))
+
+    torch.save({**ckpt, "metrics": [_RunsCode()]}, path)
+    with pytest.raises(ValueError, match=re.escape(
+            f"--resume refused {path}: it holds pickled objects other than tensors and "
+            f"built-in containers, and loading them could run arbitrary code (it names "
+            f"os.makedirs).")):
+        train(cfg, progress=False, resume=True)
+    assert not marker.exists()
+    torch.save({**ckpt, "epoch": 1}, path)  # a clean checkpoint still resumes
+    assert train(cfg, progress=False, resume=True).steps == 18
+
+
+def test_resume_with_diagnostics_reproduces_the_uninterrupted_diagnostics(tmp_path):
+    kw = dict(credit="adaptive", beta=1e-3, diagnostics=True)
+    with pytest.warns(qs.PrivacyWarning):
+        full = train(TrainConfig(**TINY, **kw, output_dir=str(tmp_path / "a")), progress=False)
+        cfg = TrainConfig(**TINY, **kw, output_dir=str(tmp_path / "b"))
+        train(cfg, progress=False, stop_after_epochs=1)
+        resumed = train(cfg, progress=False, resume=True)
+    assert resumed.credited_epsilon == pytest.approx(full.credited_epsilon, rel=1e-12)
+    np.testing.assert_array_equal(resumed.weights, full.weights)
+    a = json.loads((tmp_path / "a" / "diagnostics.json").read_text())
+    b = json.loads((tmp_path / "b" / "diagnostics.json").read_text())
+    assert b["per_step"] == a["per_step"] and b["credited_history"] == a["credited_history"]
+    for x, y in zip(b["per_epoch"], a["per_epoch"], strict=True):
+        assert x["training_shots"] == y["training_shots"]
+
+
+def test_pca_statement_first_line_says_what_is_not_covered():
+    cfg = TrainConfig(**{**TINY, "epochs": 1}, dataset="breast_cancer",
+                      preprocessing="standardize_pca")
+    with pytest.warns(qs.PrivacyWarning):
+        r = train(cfg, progress=False)
+    first = r.statement.splitlines()[0]
+    assert first.startswith("Guarantee: (ε, δ) = (")
+    assert first.endswith(
+        "for the training examples (add/remove-one adjacency) as preprocessed, with the "
+        "preprocessing statistics held fixed; NOT for those statistics, which were computed "
+        "from the training data without privacy (see Preprocessing), so NOT for the raw data.")
+    fixed = train(TrainConfig(**{**TINY, "epochs": 1}), progress=False).statement
+    assert fixed.splitlines()[0].endswith(
+        "from the raw data on (the preprocessing is fixed before seeing the data).")
 
 
 def test_shots_auto_device_auto_and_eval_shots():
