@@ -504,14 +504,67 @@ def _check_scores(d, dp, minimum=2):
     return out
 
 
+def _gdp_select(sel_d, sel_dp, n_d, n_dp, alpha):
+    """Threshold and direction from the selection trials only.
+
+    Two candidates: the empirical one (largest Clopper–Pearson μ⁻ on the selection trials) and
+    the one a normal fit of each world's selection scores predicts to be best at the evaluation
+    sizes. The candidate with the larger selection-set μ⁻ is kept.
+    """
+    h, hp = sel_d.size, sel_dp.size
+
+    def plug_in(tp, fp):
+        # the selection set's own Clopper–Pearson μ⁻: it penalises tail thresholds that a
+        # handful of trials decide (which rarely hold up on the evaluation trials)
+        return _gdp_mu(tp, hp, fp, h, alpha)[0]
+
+    pooled = np.sort(np.concatenate([sel_d, sel_dp]))
+    u = np.unique(pooled)
+    cands = (u[:-1] + u[1:]) / 2.0
+    # Thresholds in the far tails are decided by a handful of trials, and Φ⁻¹ amplifies their
+    # noise there: keep thresholds with at least 1 % of the pooled selection scores (and 5) on
+    # each side. A gap between perfectly separated worlds has half of them on each side.
+    k_min = max(5, math.ceil(0.01 * pooled.size))
+    below = np.searchsorted(pooled, cands, side="left")
+    cands = cands[(below >= k_min) & (pooled.size - below >= k_min)]
+    cands = np.concatenate([[-np.inf], cands, [np.inf]])
+    options = []
+    for direction in (">", "<"):
+        tp = _region_counts(sel_dp, cands, direction)
+        fp = _region_counts(sel_d, cands, direction)
+        mu = plug_in(tp, fp)
+        gap = np.abs(tp / hp - fp / h)
+        i = int(np.lexsort((-gap, -mu))[0])
+        options.append((float(mu[i]), float(gap[i]), float(cands[i]), direction))
+    m, s = float(sel_d.mean()), float(sel_d.std(ddof=1)) if h > 1 else 0.0
+    mp, sp = float(sel_dp.mean()), float(sel_dp.std(ddof=1)) if hp > 1 else 0.0
+    if s > 0 and sp > 0 and m != mp:
+        direction = ">" if mp > m else "<"
+        sign = 1.0 if direction == ">" else -1.0
+        grid = np.linspace(min(m - 4 * s, mp - 4 * sp), max(m + 4 * s, mp + 4 * sp), 801)
+        tpr = norm.sf(sign * (grid - mp) / sp)
+        fpr = norm.sf(sign * (grid - m) / s)
+        mu_fit = _gdp_mu(np.round(tpr * n_dp).astype(int), n_dp,
+                         np.round(fpr * n_d).astype(int), n_d, alpha)[0]
+        t = float(grid[int(np.argmax(mu_fit))])
+        tp = _region_counts(sel_dp, np.array([t]), direction)
+        fp = _region_counts(sel_d, np.array([t]), direction)
+        options.append((float(plug_in(tp, fp)[0]), float(abs(tp[0] / hp - fp[0] / h)), t,
+                        direction))
+    best = max(options, key=lambda o: (o[0], o[1]))
+    return best[2], best[3]
+
+
 def gdp_bound(scores_d, scores_dprime, *, delta: float, alpha: float,
               select_fraction: float = 0.25, score: str = "score") -> GDPBound:
     r"""Gaussian-DP lower bound on μ and ε from the scores of two worlds (held-out threshold).
 
     The first ``select_fraction`` of each array chooses the threshold and direction: the one
-    whose selection-set rates, scaled to the evaluation-set size, give the largest μ⁻ (for a
+    whose selection-set Clopper–Pearson bounds give the largest μ⁻, or the one a normal fit of
+    the selection scores predicts to be best, whichever has the larger selection-set μ⁻ (for a
     Gaussian shift :math:`\Phi^{-1}(\mathrm{TPR}) - \Phi^{-1}(\mathrm{FPR})` is the same at every
-    threshold, so a small selection set suffices and most trials evaluate). The rest measures the
+    threshold, so a small selection set suffices
+    and most trials evaluate). The rest measures the
     region's rates; with one-sided Clopper–Pearson bounds
 
     .. math::
@@ -558,22 +611,7 @@ def gdp_bound(scores_d, scores_dprime, *, delta: float, alpha: float,
     sel_d, sel_dp = np.sort(d[:h]), np.sort(dp[:hp])
     ev_d, ev_dp = np.sort(d[h:]), np.sort(dp[hp:])
     n_d, n_dp = ev_d.size, ev_dp.size
-    u = np.unique(np.concatenate([sel_d, sel_dp]))
-    cands = np.concatenate([[-np.inf], (u[:-1] + u[1:]) / 2.0, [np.inf]])
-    best = None
-    for direction in (">", "<"):
-        tp = _region_counts(sel_dp, cands, direction)
-        fp = _region_counts(sel_d, cands, direction)
-        # plug-in: the selection rates at the evaluation sizes
-        tp_e = np.clip(np.round(tp / hp * n_dp), 0, n_dp).astype(int)
-        fp_e = np.clip(np.round(fp / h * n_d), 0, n_d).astype(int)
-        mu, _, _ = _gdp_mu(tp_e, n_dp, fp_e, n_d, alpha)
-        gap = np.abs(tp / hp - fp / h)
-        i = int(np.lexsort((-gap, -mu))[0])
-        key = (float(mu[i]), float(gap[i]))
-        if best is None or key > best[0]:
-            best = (key, float(cands[i]), direction)
-    _, threshold, direction = best
+    threshold, direction = _gdp_select(sel_d, sel_dp, n_d, n_dp, alpha)
     tp = int(_region_counts(ev_dp, np.array([threshold]), direction)[0])
     fp = int(_region_counts(ev_d, np.array([threshold]), direction)[0])
     mu, tpr_lo, fpr_hi = (float(x) for x in _gdp_mu(tp, n_dp, fp, n_d, alpha))
