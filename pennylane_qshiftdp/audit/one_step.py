@@ -1,4 +1,4 @@
-r"""Empirical privacy audit of one private step (canary, neighbouring data sets, Clopper–Pearson).
+r"""Audit of :func:`make_private` and one optimizer step (canary, neighbouring data sets).
 
 A privacy claim (ε, δ) says that for neighbouring data sets :math:`D` and :math:`D' = D \cup
 \{z\}` and every set :math:`R` of releases
@@ -45,9 +45,12 @@ Gaussian approximation of shot noise. A configuration that :func:`make_private` 
 refuses is reported as refused, with the message.
 
 :func:`audit_setting` is the fixed one-qubit setting (``RY(x) RY(θ)``, ⟨Z⟩, θ = 0.3, 30
-examples with maximal shot variance, a zero-variance canary with label 1/4), in which the
-lattice score once showed ε ≥ 8 against a claimed ε of 1.99 at :math:`N_s = 2`;
-:func:`audit_one_step` audits any model, loss, data set and canary.
+examples with maximal shot variance or zero gradient, a zero-variance canary whose clipped
+gradient is (almost) the full sensitivity C), in which the lattice score once showed ε ≥ 8
+against a claimed ε of 1.99 at :math:`N_s = 2`; :func:`audit_one_step` audits any model, loss,
+data set and canary. Besides the split-half Clopper–Pearson bound every release gets the
+Gaussian-DP bound (:func:`~pennylane_qshiftdp.audit.statistics.gdp_bound`); a trial that crashes
+or releases a non-finite value is a finding, not an exception.
 
 This module is library code: it imports no data set, model or application code (matplotlib is
 imported only by :func:`plot_audit`).
@@ -72,37 +75,27 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pennylane as qml
 import torch
-from scipy.stats import beta as beta_dist
 
-from ._validation import (
+from .._validation import (
     check_delta,
     check_epsilon,
     check_positive_float,
     check_positive_int,
     check_probability,
 )
-from .engine import make_private
-from .exceptions import PrivacyBudgetExceededError, PrivacyWarning, SensitivityError
-from .losses import BoundedLoss, LinearLoss
-from .shot_statistics import ShotRecorder
-from .transform import param_shift
+from ..engine import make_private
+from ..exceptions import PrivacyBudgetExceededError, PrivacyWarning, SensitivityError
+from ..losses import BoundedLoss, LinearLoss
+from ..shot_statistics import ShotRecorder
+from ..transform import param_shift
+from .plot import plot_audit
+from .result import AuditResult, analyse_releases
+from .scores import lattice_score, projection_score
 
-__all__ = [
-    "SCORES",
-    "SETTING_MODES",
-    "AuditResult",
-    "ScoreBound",
-    "audit_one_step",
-    "audit_setting",
-    "clopper_pearson_lower",
-    "clopper_pearson_upper",
-    "epsilon_from_rates",
-    "lattice_score",
-    "max_certifiable_epsilon",
-    "plot_audit",
-    "projection_score",
-    "split_half_bound",
-]
+__all__ = ["BACKGROUNDS", "SCORES", "SETTING_MODES", "audit_one_step", "audit_setting"]
+
+#: Backgrounds of :func:`audit_setting`: the other examples' gradients.
+BACKGROUNDS = ("shot", "zero")
 
 #: Scores computed for every release.
 SCORES = ("projection", "lattice")
@@ -122,465 +115,6 @@ SETTING_MODES = {
 _REFUSALS = (ValueError, NotImplementedError, SensitivityError, PrivacyBudgetExceededError)
 # make_private arguments the audit fixes itself (one step at q = 1, seeded trials).
 _FIXED_KWARGS = ("epochs", "sample_rate", "seed", "secure_mode")
-
-
-# ============================================================================ pure statistics
-def clopper_pearson_lower(k, n, *, alpha: float):
-    r"""One-sided Clopper–Pearson lower confidence bound of a binomial proportion.
-
-    .. math::
-
-        p^- = B^{-1}(\alpha;\, k,\, n - k + 1), \qquad p^- = 0 \text{ if } k = 0,
-
-    with :math:`B^{-1}` the Beta quantile, so :math:`P[p \ge p^-] \ge 1 - \alpha`.
-
-    Args:
-        k: successes, integers in ``[0, n]`` (scalar or array).
-        n: trials, positive integers (broadcast with ``k``).
-        alpha: one-sided error level in (0, 1).
-
-    Returns:
-        float or np.ndarray: the bound in [0, 1].
-
-    Raises:
-        ValueError: if ``alpha`` is outside (0, 1) or ``k`` is outside ``[0, n]``.
-
-    References:
-        Clopper & Pearson, Biometrika 26 (1934) 404–413.
-
-    Example:
-        >>> round(clopper_pearson_lower(10, 10, alpha=0.05), 6)  # alpha ** (1 / n)
-        0.741134
-        >>> clopper_pearson_lower(0, 10, alpha=0.05)
-        0.0
-    """
-    alpha = check_probability(alpha, "alpha", open_low=True, open_high=True)
-    k, n = _counts(k, n)
-    with np.errstate(invalid="ignore"):
-        out = np.where(k > 0, beta_dist.ppf(alpha, np.maximum(k, 1), n - k + 1), 0.0)
-    return float(out) if out.ndim == 0 else out
-
-
-def clopper_pearson_upper(k, n, *, alpha: float):
-    r"""One-sided Clopper–Pearson upper confidence bound of a binomial proportion.
-
-    .. math::
-
-        p^+ = B^{-1}(1 - \alpha;\, k + 1,\, n - k), \qquad p^+ = 1 \text{ if } k = n.
-
-    Args:
-        k: successes, integers in ``[0, n]`` (scalar or array).
-        n: trials, positive integers (broadcast with ``k``).
-        alpha: one-sided error level in (0, 1).
-
-    Returns:
-        float or np.ndarray: the bound in [0, 1].
-
-    Raises:
-        ValueError: if ``alpha`` is outside (0, 1) or ``k`` is outside ``[0, n]``.
-
-    References:
-        Clopper & Pearson, Biometrika 26 (1934) 404–413.
-
-    Example:
-        >>> round(clopper_pearson_upper(0, 10, alpha=0.05), 6)  # 1 - alpha ** (1 / n)
-        0.258866
-    """
-    alpha = check_probability(alpha, "alpha", open_low=True, open_high=True)
-    k, n = _counts(k, n)
-    with np.errstate(invalid="ignore"):
-        out = np.where(k < n, beta_dist.ppf(1.0 - alpha, k + 1, np.maximum(n - k, 1)), 1.0)
-    return float(out) if out.ndim == 0 else out
-
-
-def _counts(k, n):
-    k = np.asarray(k)
-    n = np.asarray(n)
-    if not (np.issubdtype(k.dtype, np.integer) and np.issubdtype(n.dtype, np.integer)):
-        raise TypeError(f"`k` and `n` must be integers. Found {k.dtype} and {n.dtype}.")
-    if np.any(n < 1) or np.any(k < 0) or np.any(k > n):
-        raise ValueError(f"`k` must be in [0, n] with n >= 1. Found k={k.tolist()!r}, "
-                         f"n={n.tolist()!r}.")
-    return k, n
-
-
-def epsilon_from_rates(tpr_lower, fpr_upper, *, delta: float):
-    r"""Lower bound on ε from a rejection region's bounded true- and false-positive rates.
-
-    For a region :math:`R` with :math:`\mathrm{TPR} = P[M(D') \in R] \ge \mathrm{TPR}^-` and
-    :math:`\mathrm{FPR} = P[M(D) \in R] \le \mathrm{FPR}^+`, (ε, δ)-DP in both directions
-    (applied to :math:`R` and to its complement) implies
-
-    .. math::
-
-        \varepsilon \ge \max\Bigl(\ln\frac{\mathrm{TPR}^- - \delta}{\mathrm{FPR}^+},\;
-        \ln\frac{1 - \mathrm{FPR}^+ - \delta}{1 - \mathrm{TPR}^-},\; 0\Bigr).
-
-    Args:
-        tpr_lower: :math:`\mathrm{TPR}^-` in [0, 1] (scalar or array).
-        fpr_upper: :math:`\mathrm{FPR}^+` in (0, 1] (broadcast with ``tpr_lower``).
-        delta: δ in [0, 1).
-
-    Returns:
-        float or np.ndarray: the lower bound on ε (nats), ≥ 0.
-
-    Raises:
-        ValueError: for rates outside [0, 1] or δ outside [0, 1).
-
-    References:
-        Jagielski et al., arXiv:2006.07709 (v1), §4; Kairouz, Oh, Viswanath, arXiv:1311.0776
-        (v4), Thm. 2.1 (both directions of the hypothesis test).
-
-    Example:
-        >>> round(epsilon_from_rates(0.5, 0.05, delta=0.0), 6)  # ln 10
-        2.302585
-        >>> epsilon_from_rates(0.3, 0.3, delta=1e-5)
-        0.0
-    """
-    delta = check_probability(delta, "delta", open_high=True)
-    tpr = np.asarray(tpr_lower, dtype=float)
-    fpr = np.asarray(fpr_upper, dtype=float)
-    for name, v in (("tpr_lower", tpr), ("fpr_upper", fpr)):
-        if np.any(~np.isfinite(v)) or np.any(v < 0) or np.any(v > 1):
-            raise ValueError(f"`{name}` must be in [0, 1]. Found {v.tolist()!r}.")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        e1 = np.where((tpr > delta) & (fpr > 0), np.log((tpr - delta) / fpr), 0.0)
-        e2 = np.where((1 - fpr > delta) & (tpr < 1),
-                      np.log((1.0 - fpr - delta) / (1.0 - tpr)), 0.0)
-    out = np.maximum(np.maximum(e1, e2), 0.0)
-    return float(out) if out.ndim == 0 else out
-
-
-def max_certifiable_epsilon(n_d: int, n_dprime: int | None = None, *, delta: float,
-                            alpha: float) -> float:
-    r"""The largest ε lower bound that ``n_d`` and ``n_dprime`` evaluation trials can give.
-
-    That of a perfect distinguisher (:math:`\mathrm{TPR} = 1`, :math:`\mathrm{FPR} = 0`):
-    :math:`\mathrm{TPR}^- = \alpha^{1/n'}`, :math:`\mathrm{FPR}^+ = 1 - \alpha^{1/n}`.
-
-    Args:
-        n_d: evaluation trials on :math:`D`, ≥ 1.
-        n_dprime: evaluation trials on :math:`D'` (default ``n_d``).
-        delta: δ in [0, 1).
-        alpha: one-sided level of each Clopper–Pearson bound, in (0, 1).
-
-    Returns:
-        float: ε in nats.
-
-    Example:
-        >>> round(max_certifiable_epsilon(2000, delta=1e-5, alpha=0.0125), 3)
-        6.122
-    """
-    n_d = check_positive_int(n_d, "n_d")
-    n_dp = n_d if n_dprime is None else check_positive_int(n_dprime, "n_dprime")
-    return epsilon_from_rates(clopper_pearson_lower(n_dp, n_dp, alpha=alpha),
-                              clopper_pearson_upper(0, n_d, alpha=alpha), delta=delta)
-
-
-@dataclasses.dataclass(frozen=True)
-class ScoreBound:
-    r"""The split-half ε lower bound of one score.
-
-    Attributes:
-        score: the score's name.
-        threshold: the threshold chosen on the first half.
-        direction: ``">"`` (region: score above the threshold) or ``"<"``.
-        tpr, fpr: measured rates of the region on the second half (:math:`D'` and :math:`D`).
-        tpr_lower, fpr_upper: their one-sided Clopper–Pearson bounds.
-        epsilon_lower_bound: the bound (nats, ≥ 0).
-        alpha: one-sided level of each Clopper–Pearson bound.
-        n_select: first-half trials per world (:math:`D`, :math:`D'`).
-        n_eval: second-half trials per world (:math:`D`, :math:`D'`).
-        separated: the second-half scores of the two worlds are perfectly separated by the
-            threshold.
-    """
-
-    score: str
-    threshold: float
-    direction: str
-    tpr: float
-    fpr: float
-    tpr_lower: float
-    fpr_upper: float
-    epsilon_lower_bound: float
-    alpha: float
-    n_select: tuple[int, int]
-    n_eval: tuple[int, int]
-    separated: bool
-
-    def as_dict(self) -> dict:
-        """JSON-friendly dict (an infinite threshold becomes ``None``)."""
-        d = dataclasses.asdict(self)
-        if not math.isfinite(d["threshold"]):
-            d["threshold"] = None
-        d["n_select"], d["n_eval"] = list(self.n_select), list(self.n_eval)
-        return d
-
-
-def _region_counts(sorted_scores, thresholds, direction):
-    """Number of scores strictly above (``>``) or below (``<``) each threshold."""
-    if direction == ">":
-        return len(sorted_scores) - np.searchsorted(sorted_scores, thresholds, side="right")
-    return np.searchsorted(sorted_scores, thresholds, side="left")
-
-
-def split_half_bound(scores_d, scores_dprime, *, delta: float, alpha: float,
-                     score: str = "score") -> ScoreBound:
-    r"""Split-half Clopper–Pearson lower bound on ε from the scores of two worlds.
-
-    The first half of each array (``len // 2`` trials) chooses the threshold and direction that
-    maximise :func:`epsilon_from_rates` of the first half's Clopper–Pearson bounds (candidates:
-    the midpoints between consecutive distinct first-half scores, and ±∞; if every candidate
-    gives 0, the one with the largest :math:`|\mathrm{TPR} - \mathrm{FPR}|`). The second half
-    measures the region's rates and gives the bound. Perfectly separated scores put the
-    threshold in the gap, so a perfect distinguisher gets :func:`max_certifiable_epsilon`.
-
-    Args:
-        scores_d: scores of the trials on :math:`D`, shape ``(n,)``, ``n ≥ 2``.
-        scores_dprime: scores on :math:`D'` (larger means "looks like :math:`D'`" for
-            direction ``">"``; both directions are tried), shape ``(n',)``, ``n' ≥ 2``.
-        delta: δ in [0, 1).
-        alpha: one-sided level of each of the two Clopper–Pearson bounds, in (0, 1).
-        score: the score's name (recorded in the result).
-
-    Returns:
-        ScoreBound: threshold, direction, rates, bounds and ε.
-
-    Raises:
-        ValueError: for fewer than 2 scores per world, non-finite scores, or invalid δ or α.
-
-    References:
-        Nasr et al., arXiv:2101.04535 (v1), §3; Jagielski et al., arXiv:2006.07709 (v1), §4.
-
-    Example:
-        >>> rng = np.random.default_rng(0)
-        >>> b = split_half_bound(rng.normal(0, 1, 400), rng.normal(100, 1, 400), delta=1e-5,
-        ...                      alpha=0.025)
-        >>> b.separated, round(b.epsilon_lower_bound, 3) == round(
-        ...     max_certifiable_epsilon(200, delta=1e-5, alpha=0.025), 3)
-        (True, True)
-    """
-    delta = check_probability(delta, "delta", open_high=True)
-    alpha = check_probability(alpha, "alpha", open_low=True, open_high=True)
-    d = np.asarray(scores_d, dtype=float).reshape(-1)
-    dp = np.asarray(scores_dprime, dtype=float).reshape(-1)
-    for name, v in (("scores_d", d), ("scores_dprime", dp)):
-        if v.size < 2:
-            raise ValueError(f"`{name}` must hold at least 2 scores (one per half). Found "
-                             f"{v.size}.")
-        if not np.all(np.isfinite(v)):
-            raise ValueError(f"`{name}` must be finite. Found {v[~np.isfinite(v)][:3]!r}.")
-    h, hp = d.size // 2, dp.size // 2
-    sel_d, sel_dp = np.sort(d[:h]), np.sort(dp[:hp])
-    ev_d, ev_dp = np.sort(d[h:]), np.sort(dp[hp:])
-
-    u = np.unique(np.concatenate([sel_d, sel_dp]))
-    cands = np.concatenate([[-np.inf], (u[:-1] + u[1:]) / 2.0, [np.inf]])
-    best = None
-    for direction in (">", "<"):
-        tp = _region_counts(sel_dp, cands, direction)
-        fp = _region_counts(sel_d, cands, direction)
-        eps = epsilon_from_rates(clopper_pearson_lower(tp, hp, alpha=alpha),
-                                 clopper_pearson_upper(fp, h, alpha=alpha), delta=delta)
-        gap = np.abs(tp / hp - fp / h)
-        i = int(np.lexsort((-gap, -eps))[0])  # largest ε, then largest |TPR − FPR|
-        key = (float(eps[i]), float(gap[i]))
-        if best is None or key > best[0]:
-            best = (key, float(cands[i]), direction)
-    _, threshold, direction = best
-
-    n_d, n_dp = ev_d.size, ev_dp.size
-    tp = int(_region_counts(ev_dp, np.array([threshold]), direction)[0])
-    fp = int(_region_counts(ev_d, np.array([threshold]), direction)[0])
-    tpr_lo = clopper_pearson_lower(tp, n_dp, alpha=alpha)
-    fpr_hi = clopper_pearson_upper(fp, n_d, alpha=alpha)
-    return ScoreBound(
-        score=score, threshold=threshold, direction=direction, tpr=tp / n_dp, fpr=fp / n_d,
-        tpr_lower=tpr_lo, fpr_upper=fpr_hi,
-        epsilon_lower_bound=epsilon_from_rates(tpr_lo, fpr_hi, delta=delta), alpha=alpha,
-        n_select=(h, hp), n_eval=(n_d, n_dp),
-        separated=(tp == n_dp and fp == 0) or (tp == 0 and fp == n_d),
-    )
-
-
-def projection_score(releases, direction) -> np.ndarray:
-    r"""Releases projected on a direction: :math:`s_i = \langle r_i, u\rangle / \|u\|_2`.
-
-    Args:
-        releases: shape ``(trials, K)`` (or ``(trials,)`` for K = 1).
-        direction: the canary's expected gradient direction, shape ``(K,)``, nonzero.
-
-    Returns:
-        np.ndarray: shape ``(trials,)``.
-
-    Raises:
-        ValueError: for a zero direction or mismatched shapes.
-
-    Example:
-        >>> projection_score([[3.0, 4.0], [1.0, 0.0]], [0.0, 2.0]).tolist()
-        [4.0, 0.0]
-    """
-    r = np.asarray(releases, dtype=float)
-    r = r.reshape(r.shape[0], -1) if r.ndim else r.reshape(1, 1)
-    u = np.asarray(direction, dtype=float).reshape(-1)
-    if u.size != r.shape[1]:
-        raise ValueError(f"`direction` must have {r.shape[1]} entries (one per released "
-                         f"coordinate). Found {u.size}.")
-    norm = float(np.linalg.norm(u))
-    if not (norm > 0 and math.isfinite(norm)):
-        raise ValueError(f"`direction` must be a finite nonzero vector. Found {u.tolist()!r}.")
-    return r @ (u / norm)
-
-
-def lattice_score(releases, step) -> np.ndarray:
-    r"""Euclidean distance of each release from the lattice :math:`h\mathbb Z^K`.
-
-    .. math::
-
-        s_i = \Bigl(\sum_k \bigl(r_{ik} - h_k \operatorname{round}(r_{ik}/h_k)\bigr)^2\Bigr)^{1/2}
-        \in [0, \tfrac12\|h\|_2].
-
-    Args:
-        releases: shape ``(trials, K)`` (or ``(trials,)``).
-        step: lattice step :math:`h > 0`, a scalar or one per coordinate.
-
-    Returns:
-        np.ndarray: shape ``(trials,)``.
-
-    Raises:
-        ValueError: for a step that is not positive and finite.
-
-    Example:
-        >>> lattice_score([1.0, 1.25, 0.4], 0.5).tolist()
-        [0.0, 0.25, 0.09999999999999998]
-    """
-    r = np.asarray(releases, dtype=float)
-    r = r.reshape(r.shape[0], -1) if r.ndim else r.reshape(1, 1)
-    h = np.broadcast_to(np.asarray(step, dtype=float).reshape(-1), (r.shape[1],))
-    if not np.all(np.isfinite(h) & (h > 0)):
-        raise ValueError(f"`step` must be positive and finite. Found {step!r}.")
-    resid = r - h * np.round(r / h)
-    return np.linalg.norm(resid, axis=1)
-
-
-# ============================================================================ result
-@dataclasses.dataclass(frozen=True, eq=False)
-class AuditResult:
-    r"""The outcome of auditing one configuration.
-
-    Attributes:
-        label: the configuration's name (e.g. ``"adaptive"``).
-        status: ``"audited"`` or ``"refused"``.
-        message: the refusal message (``None`` when audited).
-        trials: trials per world (:math:`D` and :math:`D'` each).
-        seed: the audit's seed (per-trial device and noise seeds derive from it).
-        target_epsilon: the budget given to :func:`make_private`.
-        delta: δ of the claim (``target_delta``).
-        beta: failure probability β of an adaptive credit (the credited claim is at
-            δ + β); 0 otherwise.
-        claimed_epsilon: the proven ε (:attr:`PrivacyLedger.epsilon` after the step), the
-            largest over all trials of both worlds (the weakest claim made; it can depend on
-            the data when shot noise is credited).
-        claimed_epsilon_min: the smallest proven ε claimed in any trial.
-        credited_epsilon: :attr:`PrivacyLedger.credited_epsilon` after the step (largest).
-        bounds: per score, its :class:`ScoreBound`.
-        epsilon_lower_bound: the audited lower bound: the largest over the scores (nats).
-        max_certifiable_epsilon: the bound a perfect distinguisher would get from these trials.
-        confidence: joint confidence of every reported bound.
-        seconds: wall-clock time of the audit.
-        settings: the make_private settings and the setting's description (JSON-friendly).
-        warnings: distinct warning messages raised by make_private or the step.
-        scores: per score, ``(scores on D, scores on D')`` (not in :meth:`as_dict`).
-        releases: ``(releases on D, releases on D')``, each ``(trials, K)``.
-    """
-
-    label: str
-    status: str
-    message: str | None
-    trials: int
-    seed: int
-    target_epsilon: float
-    delta: float
-    beta: float
-    claimed_epsilon: float | None
-    claimed_epsilon_min: float | None
-    credited_epsilon: float | None
-    bounds: Mapping[str, ScoreBound]
-    epsilon_lower_bound: float
-    max_certifiable_epsilon: float
-    confidence: float
-    seconds: float
-    settings: Mapping
-    warnings: tuple[str, ...] = ()
-    scores: Mapping[str, tuple[np.ndarray, np.ndarray]] = dataclasses.field(
-        default_factory=dict, repr=False)
-    releases: tuple[np.ndarray, np.ndarray] | None = dataclasses.field(default=None, repr=False)
-
-    @property
-    def refused(self) -> bool:
-        """make_private or the optimizer refused the configuration."""
-        return self.status == "refused"
-
-    @property
-    def proven_refuted(self) -> bool:
-        """The audited lower bound exceeds the proven ε: the guarantee is wrong."""
-        return (not self.refused and self.claimed_epsilon is not None
-                and self.epsilon_lower_bound > self.claimed_epsilon)
-
-    @property
-    def credited_refuted(self) -> bool:
-        """The audited lower bound exceeds the credited ε (Gaussian approximation refuted)."""
-        return (not self.refused and self.credited_epsilon is not None
-                and self.epsilon_lower_bound > self.credited_epsilon)
-
-    @property
-    def verdict(self) -> str:
-        """``"refused"``, ``"PROVEN CLAIM REFUTED"``, ``"credited approximation refuted"`` or
-        ``"not refuted"``."""
-        if self.refused:
-            return "refused"
-        if self.proven_refuted:
-            return "PROVEN CLAIM REFUTED"
-        if self.credited_refuted:
-            return "credited approximation refuted"
-        return "not refuted"
-
-    def as_dict(self, *, include_scores: bool = False) -> dict:
-        """JSON-friendly dict of the result.
-
-        Args:
-            include_scores: also include every trial's scores (large).
-        """
-        out = {
-            "label": self.label, "status": self.status, "message": self.message,
-            "verdict": self.verdict, "proven_refuted": self.proven_refuted,
-            "credited_refuted": self.credited_refuted, "trials": self.trials,
-            "seed": self.seed, "target_epsilon": self.target_epsilon, "delta": self.delta,
-            "beta": self.beta, "claimed_epsilon": self.claimed_epsilon,
-            "claimed_epsilon_min": self.claimed_epsilon_min,
-            "credited_epsilon": self.credited_epsilon,
-            "epsilon_lower_bound": self.epsilon_lower_bound,
-            "max_certifiable_epsilon": self.max_certifiable_epsilon,
-            "confidence": self.confidence, "seconds": self.seconds,
-            "bounds": {k: b.as_dict() for k, b in self.bounds.items()},
-            "settings": dict(self.settings), "warnings": list(self.warnings),
-        }
-        if include_scores:
-            out["scores"] = {k: [a.tolist(), b.tolist()] for k, (a, b) in self.scores.items()}
-        return out
-
-    def __str__(self) -> str:
-        head = f"{self.label}: "
-        if self.refused:
-            return head + f"refused ({self.message})"
-        beta = f" + β {self.beta:g}" if self.beta else ""
-        per = ", ".join(f"{k} {b.epsilon_lower_bound:.3f}" for k, b in self.bounds.items())
-        return (f"{head}claimed ε = {self.claimed_epsilon:.3f} proven, "
-                f"{self.credited_epsilon:.3f} credited (δ = {self.delta:g}{beta}); audited "
-                f"ε ≥ {self.epsilon_lower_bound:.3f} ({per}; at most "
-                f"{self.max_certifiable_epsilon:.2f} certifiable) from {self.trials} trials "
-                f"per world at {self.confidence:.0%}: {self.verdict} [{self.seconds:.1f} s]")
-
 
 # ============================================================================ running trials
 def _as_tensor_dataset(dataset, name: str):
@@ -605,8 +139,13 @@ def _trial_seeds(seed: int, trials: int) -> np.ndarray:
 class _World:
     """make_private and one step on one data set, repeated with fresh seeds."""
 
-    def __init__(self, make_model, loss_fn, xs, ys, kwargs, *, fresh: bool, caught: list):
+    def __init__(self, make_model, loss_fn, xs, ys, kwargs, *, fresh: bool, caught: list,
+                 initial: dict):
         self.make_model, self.loss_fn = make_model, loss_fn
+        # Both worlds (and every fresh build) start from the first model's weights: the
+        # initial model is public, so a randomly initialised make_model must not make the
+        # worlds differ by anything but the canary.
+        self.initial = initial
         self.data = torch.utils.data.TensorDataset(xs, ys)
         self.kwargs, self.fresh, self.caught = kwargs, fresh, caught
         self.device_rng = np.random.default_rng(0)
@@ -615,6 +154,11 @@ class _World:
     def _build(self, noise_seed: int):
         built = self.make_model(self.device_rng)
         module, extra = built if isinstance(built, tuple) else (built, {})
+        if "state" not in self.initial:
+            self.initial["state"] = {k: v.detach().clone()
+                                     for k, v in module.state_dict().items()}
+        else:
+            module.load_state_dict(self.initial["state"])
         clash = sorted(set(extra) & set(self.kwargs))
         if clash:
             raise TypeError(f"make_private arguments {clash} come both from `make_model` and "
@@ -691,6 +235,7 @@ def audit_one_step(make_model: Callable, make_loss: Callable, dataset, canary, *
                    seed: int = 0, lattice_step=None, canary_direction=None,
                    confidence: float = 0.95, label: str | None = None, plot_path=None,
                    fresh: bool = False, progress: Callable | None = None,
+                   estimators=("clopper_pearson", "gdp"),
                    **make_private_kwargs) -> AuditResult:
     r"""Audit one private step of :func:`make_private` on :math:`D` and :math:`D' = D + z`.
 
@@ -725,6 +270,8 @@ def audit_one_step(make_model: Callable, make_loss: Callable, dataset, canary, *
         fresh: call ``make_model`` and make_private for every trial (slower; the default
             builds them once per world and resets them, which gives the same releases).
         progress: optional callback ``progress(done, total)`` after every trial.
+        estimators: which estimators bound ε (``"clopper_pearson"``, ``"gdp"``; see
+            :mod:`pennylane_qshiftdp.audit.statistics`).
         **make_private_kwargs: passed to :func:`make_private` (``target_epsilon`` and
             ``target_delta`` are required; ``epochs``, ``sample_rate``, ``seed`` and
             ``secure_mode`` are fixed by the audit).
@@ -796,56 +343,86 @@ def audit_one_step(make_model: Callable, make_loss: Callable, dataset, canary, *
     settings = {k: _jsonable(v) for k, v in kwargs.items()}
     settings.update(dataset_size=len(xs), lattice_step=_jsonable(
         None if lattice_step is None else np.asarray(lattice_step).tolist()))
-    n_scores = 1 + (lattice_step is not None)
-    alpha = (1.0 - confidence) / (2 * n_scores)
     caught: list[str] = []
     common = dict(trials=trials, seed=seed, kwargs=kwargs, settings=settings, caught=caught,
                   t0=t0, confidence=confidence)
 
-    worlds = [_World(make_model, loss_fn, xs, ys, kwargs, fresh=fresh, caught=caught),
-              _World(make_model, loss_fn, xs_p, ys_p, kwargs, fresh=fresh, caught=caught)]
+    initial: dict = {}
+    worlds = [_World(make_model, loss_fn, xs, ys, kwargs, fresh=fresh, caught=caught,
+                     initial=initial),
+              _World(make_model, loss_fn, xs_p, ys_p, kwargs, fresh=fresh, caught=caught,
+                     initial=initial)]
     seeds = _trial_seeds(seed, trials)
-    releases = [[], []]
+    releases: list[list] = [[], []]
+    failed: list[list[bool]] = [[], []]
+    errors: list[str] = []
     claims, credited = [], []
+    width = None
     for t in range(trials):
+        outcome = []
         for w, world in enumerate(worlds):
             dev_seed, noise_seed = (int(s) for s in seeds[w, t])
             try:
                 rel, eps, cred = world.run(dev_seed, noise_seed)
-            except _REFUSALS as err:
+                outcome.append((rel, eps, cred, None))
+            except Exception as err:  # noqa: BLE001 - a crash is a finding, not an exception
+                outcome.append((None, None, None, err))
+        errs = [o[3] for o in outcome]
+        if t == 0 and all(isinstance(e, _REFUSALS) for e in errs) and (
+                type(errs[0]) is type(errs[1])):
+            # both worlds refuse the configuration alike: a refusal, not evidence
+            return _refused(label, f"{type(errs[0]).__name__} on D: {errs[0]}", **common)
+        for w, (rel, eps, cred, err) in enumerate(outcome):
+            if err is not None or not np.all(np.isfinite(rel)):
+                failed[w].append(True)
                 where = "D" if w == 0 else "D'"
-                return _refused(label, f"{type(err).__name__} on {where}: {err}", **common)
+                errors.append(f"{type(err).__name__} on {where}: {err}" if err is not None
+                              else f"non-finite release on {where}")
+                releases[w].append(None)
+                continue
+            width = rel.size
+            failed[w].append(False)
             releases[w].append(rel)
             claims.append(eps)
             credited.append(cred)
         if progress is not None:
             progress(t + 1, trials)
-    rel_d, rel_dp = np.stack(releases[0]), np.stack(releases[1])
+    width = 1 if width is None else width
+    rel_d, rel_dp = (np.stack([np.full(width, np.nan) if r is None else r for r in rs])
+                     for rs in releases)
+    fail_d, fail_dp = np.array(failed[0]), np.array(failed[1])
 
-    half = trials // 2
+    # Estimated from the first quarter of the trials: inside the selection part of every
+    # estimator, so their evaluation trials stay independent of it.
+    sel = max(1, trials // 4)
     if canary_direction is None:
-        direction = rel_dp[:half].mean(axis=0) - rel_d[:half].mean(axis=0)
-        if not np.any(direction):
-            direction = np.ones(rel_d.shape[1])
+        ok_d, ok_dp = ~fail_d[:sel], ~fail_dp[:sel]
+        direction = (rel_dp[:sel][ok_dp].mean(axis=0) if ok_dp.any() else 0.0) - (
+            rel_d[:sel][ok_d].mean(axis=0) if ok_d.any() else 0.0)
+        direction = np.broadcast_to(np.asarray(direction, dtype=float), (width,))
+        if not np.any(direction) or not np.all(np.isfinite(direction)):
+            direction = np.ones(width)
     else:
         direction = np.asarray(canary_direction, dtype=float)
-    scores = {"projection": (projection_score(rel_d, direction),
-                             projection_score(rel_dp, direction))}
+    scorers = {"projection": lambda r: projection_score(r, direction)}
     if lattice_step is not None:
-        scores["lattice"] = (lattice_score(rel_d, lattice_step),
-                             lattice_score(rel_dp, lattice_step))
-    bounds = {name: split_half_bound(a, b, delta=delta, alpha=alpha, score=name)
-              for name, (a, b) in scores.items()}
+        scorers["lattice"] = lambda r: lattice_score(r, lattice_step)
+    a = analyse_releases(rel_d, rel_dp, scorers=scorers, delta=delta, confidence=confidence,
+                         fail_d=fail_d, fail_dp=fail_dp, errors=tuple(errors),
+                         estimators=estimators)
     result = AuditResult(
         label=label, status="audited", message=None, trials=trials, seed=seed,
         target_epsilon=float(kwargs["target_epsilon"]), delta=delta,
-        beta=float(kwargs.get("beta", 0.0)), claimed_epsilon=max(claims),
-        claimed_epsilon_min=min(claims), credited_epsilon=max(credited), bounds=bounds,
-        epsilon_lower_bound=max(b.epsilon_lower_bound for b in bounds.values()),
-        max_certifiable_epsilon=max_certifiable_epsilon(trials - half, delta=delta,
-                                                        alpha=alpha),
-        confidence=confidence, seconds=time.perf_counter() - t0, settings=settings,
-        warnings=tuple(dict.fromkeys(caught)), scores=scores, releases=(rel_d, rel_dp),
+        beta=float(kwargs.get("beta", 0.0)),
+        claimed_epsilon=max(claims) if claims else None,
+        claimed_epsilon_min=min(claims) if claims else None,
+        credited_epsilon=max(credited) if credited else None, bounds=a["bounds"],
+        epsilon_lower_bound=a["epsilon_lower_bound"],
+        max_certifiable_epsilon=a["max_certifiable_epsilon"], confidence=confidence,
+        seconds=time.perf_counter() - t0, settings=settings,
+        warnings=tuple(dict.fromkeys(caught)), scores=a["scores"], releases=(rel_d, rel_dp),
+        gdp_bounds=a["gdp_bounds"], ceilings=a["ceilings"], findings=a["findings"],
+        failures=a["failures"],
     )
     if plot_path is not None:
         plot_audit(result, plot_path)
@@ -865,22 +442,30 @@ def _setting_circuit(q_dep: float):
 
 
 def audit_setting(mode: str | None = None, *, credit: str | None = None, max_grad_norm=None,
-                  shots: int = 2, trials: int = 1000, seed: int = 0, theta: float = 0.3,
+                  shots: int = 2, trials: int = 2000, seed: int = 0, theta: float = 0.3,
                   num_examples: int = 30, target_epsilon: float = 2.0,
                   target_delta: float = 1e-5, beta: float = 1e-3, depolarizing=None,
-                  clip_norm: float = 0.5, canary_label: float = 0.25,
-                  proven_epsilon_factor: float | None = None, confidence: float = 0.95,
-                  plot_path=None, fresh: bool = False,
-                  progress: Callable | None = None) -> AuditResult:
+                  clip_norm: float = 0.5, canary_label: float | None = None,
+                  background: str = "shot", proven_epsilon_factor: float | None = None,
+                  confidence: float = 0.95, plot_path=None, fresh: bool = False,
+                  progress: Callable | None = None,
+                  estimators=("clopper_pearson", "gdp")) -> AuditResult:
     r"""Audit one step of the one-qubit setting that refuted the first version's shot-noise credit.
 
     Circuit ``RY(x) RY(θ)`` on one qubit, ⟨Z⟩, one weight θ (``theta``), a QNode with
     ``diff_method=pennylane_qshiftdp.param_shift`` and ``shots`` on ``default.qubit`` (or
     ``default.mixed`` with a final ``DepolarizingChannel(depolarizing)``), linear loss
     :math:`\ell = -y f`. :math:`D`: ``num_examples`` examples with :math:`x = -\theta` (both
-    shifted circuits have ⟨Z⟩ = 0: maximal shot variance) and balanced labels ±1.
+    shifted circuits have ⟨Z⟩ = 0: maximal shot variance) and balanced labels ±1
+    (``background="shot"``), or the same inputs with label 0, whose gradients are exactly 0
+    (``background="zero"``: the "zero background" world of Nasr et al., arXiv:2302.07956, in
+    which the release on :math:`D` is the DP noise alone).
     :math:`D'`: :math:`D` plus the canary :math:`x = \pi/2 - \theta` (both shifted circuits
-    are Z eigenstates: no shot variance without device noise) with label ``canary_label``.
+    are Z eigenstates: no shot variance without device noise) with label ``canary_label``; its
+    gradient is ``canary_label`` :math:`\cdot (1 - p)` and the certified clip is
+    :math:`C = \Delta = 1`, so the default labels move the release by (almost) the full
+    sensitivity: 1 on the zero background, :math:`1 - 1/(2N_s)` on the shot background (half a
+    lattice step off the lattice, which the ``lattice`` score sees).
     One step at q = 1 (make_private warns "q = 1"), SGD learning rate 1, budget
     (``target_epsilon``, ``target_delta``). The ``lattice`` score uses
     :math:`h = |c|(\lambda_{\max} - \lambda_{\min})/N_s = 1/N_s` (shift coefficient 1/2, ±1
@@ -906,7 +491,11 @@ def audit_setting(mode: str | None = None, *, credit: str | None = None, max_gra
             :func:`qprldp_core.certify_device` (source ``"proven"``). Default 0.25 for
             ``credit="depolarizing"``, else 0 (noiseless ``default.qubit``).
         clip_norm: the clip norm of ``mode="fixed_clip"``.
-        canary_label: the canary's label (loss weight), in [-1, 1].
+        canary_label: the canary's label (loss weight), in [-1, 1]; default
+            :math:`1 - 1/(2N_s)` (``"shot"``) or 1 (``"zero"``).
+        background: ``"shot"`` (examples of maximal shot variance) or ``"zero"`` (zero
+            gradients; no ``lattice`` score).
+        estimators: which estimators bound ε (see :func:`audit_one_step`).
         proven_epsilon_factor: passed to :func:`make_private` with a credit mode (``None``:
             its default); a large factor lowers the noise floor, which the audit then probes.
         confidence: joint confidence of the bounds.
@@ -947,9 +536,13 @@ def audit_setting(mode: str | None = None, *, credit: str | None = None, max_gra
     shots = check_positive_int(shots, "shots")
     theta = float(theta)
     num_examples = check_positive_int(num_examples, "num_examples")
-    if num_examples % 2:
+    if num_examples % 2 and background == "shot":
         raise ValueError(f"`num_examples` must be even (balanced labels ±1). Found "
                          f"{num_examples}.")
+    if background not in BACKGROUNDS:
+        raise ValueError(f"`background` must be one of {BACKGROUNDS}. Found {background!r}.")
+    if canary_label is None:
+        canary_label = 1.0 if background == "zero" else 1.0 - 0.5 / shots
     if not -1.0 <= float(canary_label) <= 1.0:
         raise ValueError(f"`canary_label` must be in [-1, 1] (linear loss). Found "
                          f"{canary_label!r}.")
@@ -984,7 +577,8 @@ def audit_setting(mode: str | None = None, *, credit: str | None = None, max_gra
 
     n = num_examples
     xs = torch.full((n, 1), -theta, dtype=torch.float64)
-    ys = torch.tensor([1.0, -1.0] * (n // 2), dtype=torch.float64)
+    ys = (torch.tensor([1.0, -1.0] * (n // 2), dtype=torch.float64) if background == "shot"
+          else torch.zeros(n, dtype=torch.float64))
     canary = (torch.tensor([math.pi / 2 - theta], dtype=torch.float64),
               torch.tensor(float(canary_label), dtype=torch.float64))
     kwargs = dict(target_epsilon=target_epsilon, target_delta=target_delta,
@@ -999,64 +593,18 @@ def audit_setting(mode: str | None = None, *, credit: str | None = None, max_gra
     # p = 4 q_dep / 3; only its sign matters in one dimension.
     direction = [math.copysign(1.0, float(canary_label)) if canary_label else 1.0]
     result = audit_one_step(make_model, LinearLoss, torch.utils.data.TensorDataset(xs, ys),
-                            canary, trials=trials, seed=seed, lattice_step=step,
+                            canary, trials=trials, seed=seed,
+                            lattice_step=step if background == "shot" else None,
                             canary_direction=direction, confidence=confidence, label=label,
-                            fresh=fresh, progress=progress, **kwargs)
+                            fresh=fresh, progress=progress, estimators=estimators, **kwargs)
     settings = dict(result.settings)
     settings.update(circuit="RY(x) RY(θ), <Z>, one qubit", theta=theta, shots=shots,
                     device="default.mixed" if q_dep else "default.qubit",
                     depolarizing_q=q_dep, canary_x=math.pi / 2 - theta,
-                    canary_label=float(canary_label), data_x=-theta, sample_rate=1.0, lr=1.0)
+                    canary_label=float(canary_label), data_x=-theta, sample_rate=1.0, lr=1.0,
+                    background=background)
     result = dataclasses.replace(result, settings=settings)
     if plot_path is not None:
         plot_audit(result, plot_path)
     return result
 
-
-# ============================================================================ plot
-def plot_audit(result: AuditResult, path) -> None:
-    r"""Histograms of the scores on :math:`D` and :math:`D'` with the chosen thresholds (PNG).
-
-    One panel per score; the threshold chosen on the first half is a vertical line; the title
-    gives the claims and the audited bound. Uses matplotlib's Agg backend (no display).
-
-    Args:
-        result: an audited :class:`AuditResult` (a refused one has no scores).
-        path: the PNG file to write (parent directories are created).
-
-    Raises:
-        ValueError: if ``result`` was refused (no scores to plot).
-    """
-    from pathlib import Path
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    if result.refused or not result.scores:
-        raise ValueError(f"`result` has no scores to plot (status {result.status!r}).")
-    names = list(result.scores)
-    fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), 4), squeeze=False)
-    for ax, name in zip(axes[0], names, strict=True):
-        s_d, s_dp = result.scores[name]
-        lo, hi = float(min(s_d.min(), s_dp.min())), float(max(s_d.max(), s_dp.max()))
-        bins = np.linspace(lo, hi if hi > lo else lo + 1.0, 61)
-        ax.hist(s_d, bins=bins, alpha=0.55, label="D", color="tab:blue")
-        ax.hist(s_dp, bins=bins, alpha=0.55, label="D' (with canary)", color="tab:orange")
-        b = result.bounds[name]
-        if math.isfinite(b.threshold):
-            ax.axvline(b.threshold, color="k", ls="--",
-                       label=f"threshold ({b.direction} is D')")
-        ax.set_title(f"{name}: ε ≥ {b.epsilon_lower_bound:.3f}")
-        ax.set_xlabel(f"{name} score")
-        ax.set_ylabel("trials")
-        ax.legend(fontsize=8)
-    fig.suptitle(f"{result.label}: claimed ε {result.claimed_epsilon:.3f} (proven), "
-                 f"{result.credited_epsilon:.3f} (credited); audited ε ≥ "
-                 f"{result.epsilon_lower_bound:.3f} — {result.verdict}", fontsize=10)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)

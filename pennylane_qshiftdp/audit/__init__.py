@@ -1,0 +1,89 @@
+r"""Empirical privacy audits: canaries, neighbouring data sets, lower bounds on ε.
+
+Every privacy claim the product makes can be tested by the product itself. The package has
+one concept per module:
+
+* :mod:`~pennylane_qshiftdp.audit.statistics`: the estimators — split-half Clopper–Pearson,
+  Gaussian DP (μ from a threshold test, converted to (ε, δ)), and the one-run audit — and their
+  ceilings (the largest ε the trials can certify).
+* :mod:`~pennylane_qshiftdp.audit.scores`: projection and shot-lattice scores.
+* :mod:`~pennylane_qshiftdp.audit.result`: :class:`AuditResult` and the shared analysis.
+* :mod:`~pennylane_qshiftdp.audit.one_step`: :func:`make_private` and one step on a model
+  (:func:`audit_one_step`) and the one-qubit setting (:func:`audit_setting`), with
+  full-sensitivity canaries on a shot or zero background.
+* :mod:`~pennylane_qshiftdp.audit.white_box`: the seam — :func:`audit_release` audits any
+  ``release(dataset, seed)``; :func:`audit_optimizer` and :func:`audit_optimizer_one_run` audit
+  any DP optimizer class (the product's, Opacus's, or a subclass) with crafted gradient canaries.
+* :mod:`~pennylane_qshiftdp.audit.plot`: score histograms with the thresholds.
+
+See docs/audit.md for what each estimator assumes and what its ceiling means.
+"""
+
+from .one_step import BACKGROUNDS, SCORES, SETTING_MODES, audit_one_step, audit_setting
+from .plot import plot_audit
+from .result import ESTIMATORS, AuditResult, analyse_releases
+from .scores import lattice_score, projection_score
+from .statistics import (
+    ONE_RUN_GUESS_FRACTIONS,
+    GDPBound,
+    OneRunBound,
+    ScoreBound,
+    clopper_pearson_lower,
+    clopper_pearson_upper,
+    epsilon_from_rates,
+    gdp_bound,
+    gdp_delta,
+    gdp_epsilon,
+    max_certifiable_epsilon,
+    max_certifiable_gdp_epsilon,
+    max_certifiable_one_run_epsilon,
+    one_run_bound,
+    one_run_epsilon,
+    one_run_p_value,
+    split_half_bound,
+)
+from .white_box import (
+    OneRunResult,
+    audit_optimizer,
+    audit_optimizer_one_run,
+    audit_release,
+    optimizer_release,
+    zero_background,
+)
+
+__all__ = [
+    "BACKGROUNDS",
+    "ESTIMATORS",
+    "ONE_RUN_GUESS_FRACTIONS",
+    "SCORES",
+    "SETTING_MODES",
+    "AuditResult",
+    "GDPBound",
+    "OneRunBound",
+    "OneRunResult",
+    "ScoreBound",
+    "analyse_releases",
+    "audit_one_step",
+    "audit_optimizer",
+    "audit_optimizer_one_run",
+    "audit_release",
+    "audit_setting",
+    "clopper_pearson_lower",
+    "clopper_pearson_upper",
+    "epsilon_from_rates",
+    "gdp_bound",
+    "gdp_delta",
+    "gdp_epsilon",
+    "lattice_score",
+    "max_certifiable_epsilon",
+    "max_certifiable_gdp_epsilon",
+    "max_certifiable_one_run_epsilon",
+    "one_run_bound",
+    "one_run_epsilon",
+    "one_run_p_value",
+    "optimizer_release",
+    "plot_audit",
+    "projection_score",
+    "split_half_bound",
+    "zero_background",
+]
