@@ -413,9 +413,9 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
     if config.diagnostics:
         warnings.warn("diagnostics=True writes per-step statistics of the private training "
                       "batches (batch sizes, clipped fractions, shot variances, gradient "
-                      "signal-to-noise ratio) to the outputs; they are NOT covered by the "
-                      "differential-privacy guarantee. Do not publish them.", PrivacyWarning,
-                      stacklevel=2)
+                      "signal-to-noise ratio, credited ε) to diagnostics.json and "
+                      "diagnostics.png; they are NOT covered by the differential-privacy "
+                      "guarantee. Do not publish them.", PrivacyWarning, stacklevel=2)
     model = model_cls(config.qubits, config.layers, device=device,
                       shots=shots, seed=_seed_for(config.seed, 0, 0),
                       recorder=recorder, init_scale=config.init_scale,
