@@ -222,13 +222,16 @@ LAYOUTS = ["alone", "hybrid", "two_layers", "twice", "frozen", "leading_dims"]
 
 
 def _cells():
-    fast = []
-    for m, layout in itertools.product(MEASUREMENTS, LAYOUTS):
+    """Every measurement x layout x reduction; the default run keeps every measurement alone
+    and in the hybrid layout, and three measurements in every layout (mean reduction there)."""
+    cells = []
+    for m, layout, reduction in itertools.product(MEASUREMENTS, LAYOUTS, ["mean", "sum"]):
         slow = m not in FAST_MEASUREMENTS or (layout not in ("alone", "hybrid")
                                              and m not in ("expval", "expval_tuple", "probs"))
-        fast.append(pytest.param(m, layout, marks=[pytest.mark.slow] if slow else [],
-                                 id=f"{m}-{layout}"))
-    return fast
+        slow = slow or (layout != "alone" and reduction == "sum")
+        cells.append(pytest.param(m, layout, reduction, id=f"{reduction}-{m}-{layout}",
+                                  marks=[pytest.mark.slow] if slow else []))
+    return cells
 
 
 # ------------------------------------------------------------------------------------------
@@ -271,8 +274,7 @@ def test_empty_batch_keeps_pennylane_layout(measurement):
 # ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("measurement", "layout"), _cells())
-@pytest.mark.parametrize("reduction", ["mean", "sum"])
+@pytest.mark.parametrize(("measurement", "layout", "reduction"), _cells())
 def test_per_example_gradients_equal_backprop_one_example_at_a_time(measurement, layout,
                                                                     reduction):
     batch = 4
@@ -360,10 +362,19 @@ def test_per_example_gradients_with_shots_within_shot_noise(mode):
 # ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("reduction", ["mean", "sum"])
-@pytest.mark.parametrize(("measurement", "layout"),
-                         [("expval", "alone"), ("expval_list", "hybrid"),
-                          ("probs", "hybrid"), ("expval_tuple", "twice")])
+def _step_cells():
+    cells = []
+    for (m, layout), reduction in itertools.product(
+            [("expval", "alone"), ("expval_list", "hybrid"), ("probs", "hybrid"),
+             ("expval_tuple", "twice")], ["mean", "sum"]):
+        fast = (m, reduction) in (("expval", "sum"), ("expval_list", "mean"),
+                                  ("expval_tuple", "sum"))
+        cells.append(pytest.param(m, layout, reduction, id=f"{m}-{layout}-{reduction}",
+                                  marks=[] if fast else [pytest.mark.slow]))
+    return cells
+
+
+@pytest.mark.parametrize(("measurement", "layout", "reduction"), _step_cells())
 def test_one_private_step_is_the_clipped_noised_sum(measurement, layout, reduction,
                                                     monkeypatch):
     batch, clip, lr, seed = 5, 0.05, 0.7, 4
