@@ -1,7 +1,9 @@
-"""The only place that touches private PennyLane helpers (pinned to PennyLane 0.45.x).
+"""The only place that touches private PennyLane helpers (pinned to PennyLane 0.45.x) and
+Opacus attributes without a public accessor (Opacus 1.6).
 
-Each import below is re-checked by ``tests/pennylane_qshiftdp/test_compat.py`` so that a
-PennyLane upgrade that moves them fails loudly in one place.
+Each item below is re-checked by ``tests/pennylane_qshiftdp/test_compat.py`` so that an
+upgrade that moves them fails loudly in one place. Nothing here replaces anything of
+PennyLane's or Opacus's.
 """
 
 from pennylane.gradients.gradient_transform import contract_qjac_with_cjac

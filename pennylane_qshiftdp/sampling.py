@@ -26,7 +26,7 @@ of wires share one draw; any other measurement gets shots of its own.
 Observables with more than two eigenvalues (Hamiltonians and Pauli sums, which devices estimate
 term by term) are refused with :class:`NotImplementedError`; use device sampling for them.
 
-How it is switched on. The per-example evaluation of a :class:`pennylane.qnn.TorchLayer`
+How it is switched on. The per-example evaluation of a :class:`pennylane_qshiftdp.qnn.TorchLayer`
 (:mod:`~pennylane_qshiftdp.quantum_layer`) reads the QNode's mode, set with
 :func:`use_exact_law` or :func:`set_shot_sampling` on a QNode, a TorchLayer or any module
 containing TorchLayers (also the module returned by :func:`~pennylane_qshiftdp.make_private`)::

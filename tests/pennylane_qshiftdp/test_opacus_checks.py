@@ -86,7 +86,8 @@ MODELS = {
 }
 
 
-@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if "lightning" in n
+                                                else []) for n in MODELS])
 def test_check_per_sample_gradients_are_correct(name):
     x, model = MODELS[name]()
     assert psg.check_per_sample_gradients_are_correct(x, model, grad_sample_mode="hooks",
@@ -118,6 +119,7 @@ class TorchLayerGradSampleHooks(GradSampleHooks_test):
     def test_2q_all_z(self):
         self._run("2q_all_z")
 
+    @pytest.mark.slow  # lightning.qubit runs a broadcast tape example by example (~50 s)
     def test_3q_lightning_all_z(self):
         self._run("3q_lightning_all_z")
 
