@@ -301,6 +301,10 @@ def test_cli_audit_table_json_and_png(tmp_path, capsys):
     data = json.loads((tmp_path / "audit.json").read_text())
     assert data["results"][0]["label"] == "adaptive" and data["results"][0]["shots"] == 2
     assert (tmp_path / "audit_adaptive_Ns2.png").exists()
+    # both backgrounds by default; every row prints its ceiling
+    assert (tmp_path / "audit_adaptive_Ns2_zero.png").exists() and "CEILING" in out
+    assert [r["settings"]["background"] for r in data["results"]] == ["shot", "zero"]
+    assert all(r["ceilings"]["clopper_pearson"] > 0 for r in data["results"])
 
 
 @pytest.mark.parametrize("argv,msg", [
