@@ -304,7 +304,8 @@ def test_cli_audit_table_json_and_png(tmp_path, capsys):
     # both backgrounds by default; every row prints its ceiling
     assert (tmp_path / "audit_adaptive_Ns2_zero.png").exists() and "CEILING" in out
     assert [r["settings"]["background"] for r in data["results"]] == ["shot", "zero"]
-    assert all(r["ceilings"]["clopper_pearson"] > 0 for r in data["results"])
+    assert all(r["ceilings"]["clopper_pearson"] == r["max_certifiable_epsilon"] and
+               "gdp" in r["ceilings"] for r in data["results"])
 
 
 @pytest.mark.parametrize("argv,msg", [
