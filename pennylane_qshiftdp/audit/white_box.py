@@ -522,8 +522,13 @@ def audit_optimizer_one_run(optimizer_class=QShiftDPOptimizer, *, canaries: int 
     Args:
         optimizer_class: the optimizer to audit (see :func:`audit_optimizer`).
         canaries: m ≥ 2.
-        target_epsilon, target_delta, steps, max_grad_norm, canary_norm, accountant,
-            optimizer_kwargs: as in :func:`audit_optimizer`.
+        target_epsilon: the budget ε (nats), as in :func:`audit_optimizer`.
+        target_delta: the budget δ.
+        steps: steps of the run.
+        max_grad_norm: the clip norm C.
+        canary_norm: canary gradient norm in clip norms.
+        accountant: ``"rdp"`` or ``"prv"``.
+        optimizer_kwargs: further keyword arguments of ``optimizer_class``.
         seed: seeds the coins and the run.
         confidence: confidence of the bound, in (0, 1).
         guesses: guess counts (default as in ``one_run_bound``).
