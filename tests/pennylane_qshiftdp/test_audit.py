@@ -544,3 +544,44 @@ def test_tightness_white_box_gaussian(eps):
     print(f"\nε = {eps}: claimed {r.claimed_epsilon:.3f}, lower bound "
           f"{r.epsilon_lower_bound:.3f}, ratio {ratio:.3f}")
     assert not r.proven_refuted and ratio >= 0.5
+
+
+def _users_quantum_step(noise_scale):
+    """A user's own DP step on a one-qubit model (not make_private): per-example gradients of
+    ℓ = −y f from PennyLane with the product's transform, clip at C = 1, sum, add
+    noise_scale · σ C Gaussian noise; claims the calibrated ε for σ."""
+    import pennylane as qml
+
+    from pennylane_qshiftdp import param_shift
+
+    dev = qml.device("default.qubit", wires=1)
+
+    @qml.qnode(dev, interface="torch", diff_method=param_shift)
+    def f(x, w):
+        qml.RY(x, wires=0)
+        qml.RY(w, wires=0)
+        return qml.expval(qml.Z(0))
+
+    def release(data, seed):
+        g = torch.Generator().manual_seed(seed)
+        total = torch.zeros((), dtype=torch.float64)
+        for x, y in data:
+            w = torch.tensor(0.3, dtype=torch.float64, requires_grad=True)
+            (-y * f(torch.tensor(x, dtype=torch.float64), w)).backward()
+            total = total + w.grad.clamp(-1.0, 1.0)
+        z = torch.randn((), generator=g, dtype=torch.float64)
+        return (total + noise_scale * SIGMA_2 * z).reshape(1), EPS_2
+
+    return release
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scale,refuted", [(1.0, False), (0.5, True)])
+def test_users_own_quantum_step_through_the_seam(scale, refuted):
+    """Zero background (label 0) and a canary whose gradient is −y f' = sin(π/2) = 1 = C."""
+    d = [(-0.3, 0.0)] * 4
+    dp = d + [(math.pi / 2 - 0.3, 1.0)]
+    r = au.audit_release(_users_quantum_step(scale), d, dp, delta=DELTA, trials=2000, seed=1)
+    print(f"\nuser's quantum step, noise × {scale}: claimed {r.claimed_epsilon:.3f}, lower "
+          f"bound {r.epsilon_lower_bound:.3f} {r.estimator_bounds}, {r.seconds:.1f} s")
+    assert r.proven_refuted is refuted
