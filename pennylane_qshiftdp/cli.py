@@ -527,13 +527,17 @@ def _add_audit_parser(subparsers) -> None:
     """Register ``qshiftdp audit``: empirical privacy audit of one private step."""
     p = subparsers.add_parser(
         "audit",
-        help="audit one private step empirically (canary, Clopper-Pearson lower bound on ε)",
+        help="audit one private step empirically (full-sensitivity canary; Clopper-Pearson "
+        "and Gaussian-DP lower bounds on ε, with their ceilings)",
         description="Run one private step (make_private, q = 1) many times on a data set D and "
         "on D plus a canary, in the one-qubit setting RY(x) RY(θ), <Z>, θ = 0.3, 30 examples "
-        "of maximal shot variance and a zero-variance canary with label 1/4; score every "
-        "release (projection on the canary's gradient, distance from the shot lattice) and "
-        "print a split-half Clopper-Pearson lower bound on ε beside the claimed proven and "
-        "credited ε. Exit status 1 if a proven claim is refuted.",
+        "of maximal shot variance (background 'shot') or of zero gradient (background "
+        "'zero'), and a zero-variance canary whose clipped gradient is (almost) the full "
+        "sensitivity C; score every release (projection on the canary's gradient, distance "
+        "from the shot lattice) and print split-half Clopper-Pearson and Gaussian-DP lower "
+        "bounds on ε beside the claimed proven and credited ε, and the CEILING: the largest ε "
+        "the trials could certify. A crashing or non-finite release is reported as a finding. "
+        "Exit status 1 if a proven claim is refuted.",
     )
     p.add_argument("--credit", default="none",
                    choices=["none", "depolarizing", "adaptive", "isotropic", "all"],
@@ -545,6 +549,11 @@ def _add_audit_parser(subparsers) -> None:
                    help="fixed clip norm audited by --credit all (default: %(default)s)")
     p.add_argument("--shots", type=int, nargs="+", default=[2],
                    help="shots Ns per shifted circuit; several values audit each (default: 2)")
+    p.add_argument("--background", nargs="+", choices=["shot", "zero"],
+                   default=["shot", "zero"],
+                   help="the other examples: 'shot' (maximal shot variance; the lattice score) "
+                   "and/or 'zero' (zero gradients: the release on D is the DP noise alone); "
+                   "default both")
     p.add_argument("--trials", type=int, default=2000,
                    help="trials per data set (default: %(default)s)")
     p.add_argument("--epsilon", type=float, default=2.0,
@@ -607,19 +616,22 @@ def _run_audit(args) -> int:
     out_dir = Path(args.output_dir) if args.output_dir is not None else None
     results = []
     for shots in args.shots:
-        for cfg in configs:
-            r = audit_setting(**cfg, shots=shots, trials=args.trials, seed=args.seed,
-                              target_epsilon=args.epsilon, target_delta=args.delta,
-                              beta=args.beta, depolarizing=args.depolarizing,
-                              clip_norm=args.clip_norm, confidence=args.confidence)
-            if out_dir is not None and not r.refused:
-                from .audit import plot_audit
+        for background in dict.fromkeys(args.background):
+            for cfg in configs:
+                r = audit_setting(**cfg, shots=shots, trials=args.trials, seed=args.seed,
+                                  target_epsilon=args.epsilon, target_delta=args.delta,
+                                  beta=args.beta, depolarizing=args.depolarizing,
+                                  clip_norm=args.clip_norm, confidence=args.confidence,
+                                  background=background)
+                if out_dir is not None and not r.refused:
+                    from .audit import plot_audit
 
-                name = "".join(c if c.isalnum() or c in "._-" else "_" for c in r.label)
-                plot_audit(r, out_dir / f"audit_{name}_Ns{shots}.png")
-            results.append((shots, r))
-            if not args.json:
-                print(f"  {r}", file=sys.stderr)
+                    name = "".join(c if c.isalnum() or c in "._-" else "_" for c in r.label)
+                    tail = "" if background == "shot" else "_zero"
+                    plot_audit(r, out_dir / f"audit_{name}_Ns{shots}{tail}.png")
+                results.append((shots, r))
+                if not args.json:
+                    print(f"  {r}", file=sys.stderr)
     rows = [{"shots": s, **r.as_dict()} for s, r in results]
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -637,17 +649,21 @@ def _print_audit_table(results) -> None:
     def f(x):
         return "-" if x is None else f"{x:.3f}"
 
-    print("| mode | Ns | trials | claimed proven ε | claimed credited ε | δ (+β) | audited ε ≥ "
-          "(projection / lattice) | verdict | s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| mode | Ns | trials | background | claimed proven ε | claimed credited ε | δ (+β) | "
+          "audited ε ≥ (Clopper-Pearson / Gaussian DP) | CEILING (CP / GDP) | verdict | s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for shots, r in results:
-        per = " / ".join(f(b.epsilon_lower_bound) for b in r.bounds.values()) or "-"
+        est = r.estimator_bounds
+        per = " / ".join(f(est.get(k)) for k in ("clopper_pearson", "gdp"))
+        ceil = " / ".join(f(r.ceilings.get(k)) for k in ("clopper_pearson", "gdp"))
         dlt = f"{r.delta:g}" + (f" + {r.beta:g}" if r.beta else "")
         verdict = r.verdict if not r.refused else f"refused: {r.message}"
+        if r.findings:
+            verdict += " — FINDING: " + "; ".join(r.findings)
         audited = "-" if r.refused else f(r.epsilon_lower_bound)
-        print(f"| {r.label} | {shots} | {r.trials} | {f(r.claimed_epsilon)} | "
-              f"{f(r.credited_epsilon)} | {dlt} | {audited} ({per}) | {verdict} | "
-              f"{r.seconds:.1f} |")
+        print(f"| {r.label} | {shots} | {r.trials} | {r.settings.get('background', '-')} | "
+              f"{f(r.claimed_epsilon)} | {f(r.credited_epsilon)} | {dlt} | {audited} ({per}) | "
+              f"{ceil} | {verdict} | {r.seconds:.1f} |")
 
 
 # --------------------------------------------------------------------------- shared

@@ -14,8 +14,9 @@ __all__ = ["plot_audit"]
 def plot_audit(result: AuditResult, path) -> None:
     r"""Histograms of the scores on :math:`D` and :math:`D'` with the chosen thresholds (PNG).
 
-    One panel per score; the threshold chosen on the first half is a vertical line; the title
-    gives the claims and the audited bound. Uses matplotlib's Agg backend (no display).
+    One panel per score; the thresholds chosen on the selection trials (Clopper–Pearson and
+    Gaussian DP) are vertical lines; the title gives the claims, the audited bound and the
+    ceilings. Uses matplotlib's Agg backend (no display).
 
     Args:
         result: an audited :class:`AuditResult` (a refused one has no scores).
@@ -41,17 +42,31 @@ def plot_audit(result: AuditResult, path) -> None:
         bins = np.linspace(lo, hi if hi > lo else lo + 1.0, 61)
         ax.hist(s_d, bins=bins, alpha=0.55, label="D", color="tab:blue")
         ax.hist(s_dp, bins=bins, alpha=0.55, label="D' (with canary)", color="tab:orange")
-        b = result.bounds[name]
-        if math.isfinite(b.threshold):
-            ax.axvline(b.threshold, color="k", ls="--",
-                       label=f"threshold ({b.direction} is D')")
-        ax.set_title(f"{name}: ε ≥ {b.epsilon_lower_bound:.3f}")
+        b = result.bounds.get(name)
+        title = []
+        if b is not None:
+            if math.isfinite(b.threshold):
+                ax.axvline(b.threshold, color="k", ls="--",
+                           label=f"Clopper–Pearson threshold ({b.direction} is D')")
+            title.append(f"CP ε ≥ {b.epsilon_lower_bound:.3f}")
+        g = result.gdp_bounds.get(name)
+        if g is not None:
+            if math.isfinite(g.threshold):
+                ax.axvline(g.threshold, color="tab:red", ls=":",
+                           label=f"Gaussian-DP threshold ({g.direction} is D')")
+            title.append(f"GDP μ ≥ {g.mu_lower_bound:.3f}, ε ≥ {g.epsilon_lower_bound:.3f}")
+        ax.set_title(f"{name}: " + "; ".join(title), fontsize=9)
         ax.set_xlabel(f"{name} score")
         ax.set_ylabel("trials")
         ax.legend(fontsize=8)
-    fig.suptitle(f"{result.label}: claimed ε {result.claimed_epsilon:.3f} (proven), "
-                 f"{result.credited_epsilon:.3f} (credited); audited ε ≥ "
-                 f"{result.epsilon_lower_bound:.3f} — {result.verdict}", fontsize=10)
+    def f(x):
+        return "-" if x is None else f"{x:.3f}"
+
+    ceiling = ", ".join(f"{k} {v:.2f}" for k, v in result.ceilings.items())
+    fig.suptitle(f"{result.label}: claimed ε {f(result.claimed_epsilon)} (proven), "
+                 f"{f(result.credited_epsilon)} (credited); audited ε ≥ "
+                 f"{result.epsilon_lower_bound:.3f} (ceiling {ceiling}) — {result.verdict}",
+                 fontsize=10)
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -230,6 +230,7 @@ def optimizer_release(optimizer_class=QShiftDPOptimizer, *, target_epsilon: floa
                       target_delta: float, steps: int = 1, max_grad_norm: float = 1.0,
                       shapes=((2,),), clip_norms=None, adaptive_clipping: Mapping | None = None,
                       accountant: str = "rdp", lr: float = 1.0,
+                      expected_batch_size: float | None = None,
                       optimizer_kwargs: Mapping | None = None) -> Callable:
     r"""A release function ``release(gradients, seed)`` running a DP optimizer on crafted gradients.
 
@@ -256,6 +257,9 @@ def optimizer_release(optimizer_class=QShiftDPOptimizer, *, target_epsilon: floa
         adaptive_clipping: the product optimizer's ``adaptive_clipping`` dict, or ``None``.
         accountant: ``"rdp"`` or ``"prv"``.
         lr: SGD learning rate.
+        expected_batch_size: the optimizer's qN, the same in both worlds (public); default
+            the number of rows of each call's gradients. A fixed value lets the adaptive
+            clip's count differ between the worlds (the count is divided by it).
         optimizer_kwargs: further keyword arguments of ``optimizer_class``.
 
     Returns:
@@ -294,8 +298,9 @@ def optimizer_release(optimizer_class=QShiftDPOptimizer, *, target_epsilon: floa
         n = g.shape[0]
         params = [torch.nn.Parameter(torch.zeros(s, dtype=torch.float64)) for s in shapes]
         gen = torch.Generator().manual_seed(int(seed))
+        batch = max(n, 1) if expected_batch_size is None else float(expected_batch_size)
         kw = dict(noise_multiplier=sigma, max_grad_norm=float(max_grad_norm),
-                  expected_batch_size=max(n, 1), generator=gen)
+                  expected_batch_size=batch, generator=gen)
         if product:
             kw["ledger"] = PrivacyLedger(target_epsilon=target_epsilon,
                                          target_delta=target_delta, noise_multiplier=sigma,
@@ -316,7 +321,7 @@ def optimizer_release(optimizer_class=QShiftDPOptimizer, *, target_epsilon: floa
                 p.grad_sample = g[:, a:b].reshape(n, *s).clone()
                 p.grad = torch.zeros_like(p)
             opt.step()
-        out = torch.cat([(-p.detach()).reshape(-1) for p in params]) * max(n, 1) / lr
+        out = torch.cat([(-p.detach()).reshape(-1) for p in params]) * batch / lr
         out = out.numpy()
         if adaptive_clipping is not None:
             out = np.append(out, math.log(c0 / float(opt.max_grad_norm)))
@@ -444,7 +449,8 @@ def audit_optimizer(optimizer_class=QShiftDPOptimizer, *, target_epsilon: float 
                                 target_delta=target_delta, steps=steps,
                                 max_grad_norm=max_grad_norm, shapes=shapes,
                                 clip_norms=clip_norms, adaptive_clipping=adaptive_clipping,
-                                accountant=accountant, optimizer_kwargs=optimizer_kwargs)
+                                accountant=accountant, expected_batch_size=background,
+                                optimizer_kwargs=optimizer_kwargs)
     extra = {}
     direction = u
     if adaptive_clipping is not None:
@@ -516,8 +522,13 @@ def audit_optimizer_one_run(optimizer_class=QShiftDPOptimizer, *, canaries: int 
     Args:
         optimizer_class: the optimizer to audit (see :func:`audit_optimizer`).
         canaries: m ≥ 2.
-        target_epsilon, target_delta, steps, max_grad_norm, canary_norm, accountant,
-            optimizer_kwargs: as in :func:`audit_optimizer`.
+        target_epsilon: the budget ε (nats), as in :func:`audit_optimizer`.
+        target_delta: the budget δ.
+        steps: steps of the run.
+        max_grad_norm: the clip norm C.
+        canary_norm: canary gradient norm in clip norms.
+        accountant: ``"rdp"`` or ``"prv"``.
+        optimizer_kwargs: further keyword arguments of ``optimizer_class``.
         seed: seeds the coins and the run.
         confidence: confidence of the bound, in (0, 1).
         guesses: guess counts (default as in ``one_run_bound``).

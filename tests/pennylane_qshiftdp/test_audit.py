@@ -6,12 +6,14 @@ import re
 
 import numpy as np
 import pytest
+import torch
 from scipy.stats import beta as beta_dist
 from scipy.stats import binom
 
 from pennylane_qshiftdp import audit as au
 from pennylane_qshiftdp.calibration import calibrate_noise_multiplier, compute_epsilon
 from pennylane_qshiftdp.cli import main
+from pennylane_qshiftdp.optimizer import QShiftDPOptimizer
 
 ALPHA = 0.0125  # (1 − 0.95) / (2 · 2 scores): the pure-statistics tests
 # the setting: 2 scores × 2 estimators (Clopper–Pearson and Gaussian DP) × 2 one-sided bounds
@@ -299,6 +301,11 @@ def test_cli_audit_table_json_and_png(tmp_path, capsys):
     data = json.loads((tmp_path / "audit.json").read_text())
     assert data["results"][0]["label"] == "adaptive" and data["results"][0]["shots"] == 2
     assert (tmp_path / "audit_adaptive_Ns2.png").exists()
+    # both backgrounds by default; every row prints its ceiling
+    assert (tmp_path / "audit_adaptive_Ns2_zero.png").exists() and "CEILING" in out
+    assert [r["settings"]["background"] for r in data["results"]] == ["shot", "zero"]
+    assert all(r["ceilings"]["clopper_pearson"] == r["max_certifiable_epsilon"] and
+               "gdp" in r["ceilings"] for r in data["results"])
 
 
 @pytest.mark.parametrize("argv,msg", [
@@ -313,3 +320,268 @@ def test_cli_audit_table_json_and_png(tmp_path, capsys):
 def test_cli_audit_errors_name_the_flag(argv, msg, capsys):
     assert main(["audit", *argv]) == 2
     assert msg in capsys.readouterr().err
+
+
+# ================================================================== Gaussian DP
+@pytest.mark.parametrize("mu,eps", [(0.5, 0.0), (1.0, 1.0), (2.0, 3.0), (0.3, 0.7)])
+def test_gdp_delta_is_the_hockey_stick_of_two_gaussians(mu, eps):
+    """Independent method: E_{e^ε}(N(μ, 1) ‖ N(0, 1)) = ∫ (p − e^ε q)₊ by quadrature."""
+    from scipy.integrate import quad
+    from scipy.stats import norm
+
+    ref = quad(lambda x: max(norm.pdf(x, mu) - math.exp(eps) * norm.pdf(x), 0.0), -30, 30,
+               points=[eps / mu + mu / 2], limit=200)[0]
+    assert au.gdp_delta(eps, mu) == pytest.approx(ref, abs=1e-9)
+
+
+@pytest.mark.parametrize("mu", [0.1, 0.46, 1.0, 3.0])
+def test_gdp_epsilon_round_trip_rounds_down(mu):
+    e = au.gdp_epsilon(mu, 1e-5)
+    assert au.gdp_delta(e, mu) >= 1e-5  # the low end: never overstates ε
+    assert au.gdp_delta(e + 1e-6, mu) <= 1e-5 * (1 + 1e-3) or e == 0.0
+    with pytest.raises(ValueError, match=re.escape("`mu` must be non-negative. Found -1.0.")):
+        au.gdp_epsilon(-1.0, 1e-5)
+
+
+def test_gdp_bound_coverage_and_ceiling():
+    """μ⁻ ≤ μ in at least 95 % of seeded repeats of a Gaussian shift (valid bound); 200 repeats
+    with a 5 % failure rate would exceed 18 failures with probability < 1e-3."""
+    rng = np.random.default_rng(5)
+    fails = sum(au.gdp_bound(rng.normal(0, 1, 400), rng.normal(0.5, 1, 400), delta=DELTA,
+                             alpha=0.025).mu_lower_bound > 0.5 for _ in range(200))
+    assert fails <= binom.ppf(1 - 1e-3, 200, 0.05)
+    b = au.gdp_bound(np.zeros(400), np.ones(400), delta=DELTA, alpha=ALPHA)
+    assert b.epsilon_lower_bound == pytest.approx(
+        au.max_certifiable_gdp_epsilon(*b.n_eval, delta=DELTA, alpha=ALPHA), rel=1e-9)
+
+
+def test_clopper_pearson_ceilings_quoted_in_the_docs():
+    """The largest ε 95 % can certify from n perfect guesses: ≈ 3.5, 5.8, 8.1."""
+    got = [au.max_certifiable_epsilon(n, delta=0.0, alpha=0.05) for n in (100, 1000, 10000)]
+    np.testing.assert_allclose(got, [3.49, 5.81, 8.11], atol=0.01)
+
+
+# ================================================================== one run
+def test_one_run_p_value_against_its_formula():
+    m, r, v, e, d = 500, 60, 45, 0.7, 1e-4
+    q = math.exp(e) / (1 + math.exp(e))
+    beta = binom.sf(v - 1, r, q)
+    alpha = max(sum(binom.pmf(v - j, r, q) for j in range(1, i + 1)) / i
+                for i in range(1, v + 1))
+    assert au.one_run_p_value(m, r, v, epsilon=e, delta=d) == pytest.approx(
+        beta + 2 * m * d * alpha, rel=1e-10)
+    assert au.one_run_p_value(m, r, v, epsilon=e, delta=0.0) == pytest.approx(beta, rel=1e-12)
+    # pure DP, every guess right: q^r = α  ⇒  ε = logit(α^{1/r})
+    a = 0.05 ** (1 / 80)
+    assert au.one_run_epsilon(1000, 80, 80, delta=0.0, alpha=0.05) == pytest.approx(
+        math.log(a / (1 - a)), abs=1e-6)
+    with pytest.raises(ValueError, match=re.escape("Need 0 <= v <= r <= m. Found m=5, r=6")):
+        au.one_run_p_value(5, 6, 1, epsilon=1.0, delta=0.0)
+
+
+def test_one_run_bound_is_valid_for_randomized_response():
+    """Canary scores from ε0-randomized response of the membership: the bound stays ≤ ε0 in at
+    least 95 % of seeded repeats (Steinke et al., Thm. 3.1)."""
+    rng = np.random.default_rng(11)
+    eps0, fails = 1.0, 0
+    for _ in range(100):
+        inc = rng.random(400) < 0.5
+        keep = rng.random(400) < math.exp(eps0) / (1 + math.exp(eps0))
+        s = np.where(keep, inc, ~inc).astype(float) + 1e-3 * rng.normal(size=400)
+        fails += au.one_run_bound(s, inc, delta=0.0, alpha=0.05).epsilon_lower_bound > eps0
+    assert fails <= binom.ppf(1 - 1e-3, 100, 0.05)
+
+
+# ================================================================== the seam
+def test_optimizer_release_is_the_clipped_noisy_sum_by_hand():
+    """Independent method: clip each crafted gradient to C, sum, add σC·randn from the seeded
+    generator (the product's draw order), and read the ledger's ε."""
+    rel = au.optimizer_release(target_epsilon=2.0, target_delta=DELTA, shapes=((3,),))
+    g = torch.tensor([[3.0, 4.0, 0.0], [0.1, 0.0, 0.2]], dtype=torch.float64)
+    out, claim = rel(g, 7)
+    clipped = g / torch.clamp(g.norm(dim=1, keepdim=True) / 1.0, min=1.0)
+    z = torch.randn(3, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+    np.testing.assert_allclose(out, (clipped.sum(0) + rel.noise_multiplier * z).numpy(),
+                               atol=1e-5)  # Opacus divides by (norm + 1e-6)
+    assert claim["epsilon"] == pytest.approx(EPS_2, rel=1e-9)
+
+
+def test_zero_background_canary_moves_the_release_by_exactly_C():
+    d, dp, u = au.zero_background(((2,), (3,)), clip_norms=(1.0, 0.5), canary_norm=4.0)
+    assert d.shape == (1, 5) and dp.shape == (2, 5) and not d.any()
+    rel = au.optimizer_release(target_epsilon=3000.0, target_delta=DELTA, shapes=((2,), (3,)),
+                               clip_norms=(1.0, 0.5))
+    moved = rel(dp, 0)[0] - rel(d, 0)[0]  # same seed: same noise
+    assert np.linalg.norm(moved) == pytest.approx(math.hypot(1.0, 0.5), rel=1e-5)
+    np.testing.assert_allclose(moved / np.linalg.norm(moved), u, atol=1e-6)
+    _, _, v = au.zero_background(((4,),), orthogonal=True, background=3)
+    assert v.tolist() == [1.0, 0.0, 0.0, 0.0]
+
+
+def _nan_on_canary(data, seed):
+    g = np.random.default_rng(seed)
+    return np.array([np.nan if len(data) > 3 else g.normal()]), 1.0
+
+
+def _raises_on_canary(data, seed):
+    if len(data) > 3:
+        raise RuntimeError("boom")
+    return np.array([np.random.default_rng(seed).normal()]), 1.0
+
+
+@pytest.mark.parametrize("release", [_nan_on_canary, _raises_on_canary])
+def test_non_finite_or_crashing_release_is_a_finding(release):
+    r = au.audit_release(release, [0.0] * 3, [0.0] * 4, delta=DELTA, trials=200)
+    assert r.failures == (0, 200) and r.proven_refuted
+    assert "evidence of ε = ∞" in r.findings[0] and "FINDING" in str(r)
+    assert r.bounds["failure"].separated
+    assert r.estimator_bounds["clopper_pearson"] == pytest.approx(r.ceilings["clopper_pearson"])
+
+
+def test_release_without_a_claim_is_refused_by_name():
+    with pytest.raises(ValueError, match="No claim to audit"):
+        au.audit_release(lambda d, s: np.zeros(1), [0.0], [0.0, 1.0], delta=DELTA, trials=8)
+
+
+class _HalfNoise(QShiftDPOptimizer):
+    """Broken: keeps half the Gaussian noise while the ledger charges the full σ."""
+
+    def add_noise(self):
+        sums = [p.summed_grad.detach().clone() for p in self.params]
+        super().add_noise()
+        for p, s in zip(self.params, sums, strict=True):
+            p.grad = s + 0.5 * (p.grad - s)
+
+
+class _NoClip(QShiftDPOptimizer):
+    """Broken: never clips (the noise is still calibrated to C)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.clip_groups = [(g, math.inf) for g, _ in self.clip_groups]
+
+
+class _HalfLedger(QShiftDPOptimizer):
+    """Broken: the ledger is charged for every other step only."""
+
+    def pre_step(self, closure=None):
+        if len(self.history) % 2 == 1:
+            ledger, self.ledger = self.ledger, None
+            try:
+                return super().pre_step(closure)
+            finally:
+                self.ledger = ledger
+        return super().pre_step(closure)
+
+
+class _NoCountNoise(QShiftDPOptimizer):
+    """Broken adaptive clipping: the unclipped count is released without noise."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.adaptive_clipping["unclipped_num_std"] = 1e-9
+
+
+ADAPTIVE = {"target_unclipped_quantile": 0.5, "clipbound_learning_rate": 0.2,
+            "min_clipbound": 1e-3, "max_clipbound": 1e3}
+
+
+def test_adaptive_clip_count_canary():
+    """A canary below the clip norm is counted: a count released without noise is refuted
+    through the clip-norm change; the product's count is not."""
+    kw = dict(adaptive_clipping=ADAPTIVE, canary_norm=0.5, trials=400, seed=2)
+    bad = au.audit_optimizer(_NoCountNoise, **kw)
+    assert bad.proven_refuted and bad.bounds["clip_count"].separated
+    good = au.audit_optimizer(**kw)
+    assert not good.proven_refuted and set(good.bounds) == {"projection", "clip_count"}
+
+
+def test_hybrid_per_layer_clipping_white_box():
+    kw = dict(shapes=((2,), (3,)), clip_norms=(1.0, 0.5), trials=1000, seed=4)
+    assert au.audit_optimizer(_NoClip, **kw).proven_refuted
+    assert not au.audit_optimizer(**kw).proven_refuted
+
+
+def test_one_run_white_box():
+    good = au.audit_optimizer_one_run(canaries=1000, seed=3)
+    assert good.verdict == "not refuted" and good.epsilon_lower_bound <= good.claimed_epsilon
+    bad = au.audit_optimizer_one_run(_NoClip, canaries=1000, seed=3)
+    assert bad.proven_refuted and "CEILING" in str(bad)
+    assert json.dumps(bad.as_dict())
+
+
+def test_setting_zero_background_is_the_canary_alone():
+    """Almost no noise: releases on D are ≈ 0 (zero gradients), on D' ≈ 1 = C."""
+    r = au.audit_setting("none", background="zero", trials=20, target_epsilon=3000.0)
+    rel_d, rel_dp = (x[:, 0] for x in r.releases)
+    assert np.all(np.abs(rel_d) < 0.1) and np.all(np.abs(rel_dp - 1.0) < 0.1)
+    assert set(r.bounds) == {"projection"} and r.settings["canary_label"] == 1.0
+
+
+# ================================================================== power and tightness
+@pytest.mark.slow
+@pytest.mark.parametrize("cls,steps", [(_HalfNoise, 1), (_NoClip, 1), (_HalfLedger, 4)])
+def test_power_default_settings_refute_broken_mechanisms(cls, steps):
+    r = au.audit_optimizer(cls, target_epsilon=2.0, steps=steps)
+    print(f"\n{cls.__name__}: claimed {r.claimed_epsilon:.3f}, lower bound "
+          f"{r.epsilon_lower_bound:.3f} {r.estimator_bounds}, {r.trials} trials, "
+          f"{r.seconds:.1f} s")
+    assert r.proven_refuted and r.verdict == "PROVEN CLAIM REFUTED"
+
+
+@pytest.mark.slow
+def test_correct_mechanism_not_refuted_in_20_of_20_seeds():
+    for seed in range(20):
+        r = au.audit_optimizer(target_epsilon=2.0, seed=seed)
+        assert not r.proven_refuted, (seed, r.estimator_bounds)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("eps", [1.0, 2.0, 4.0])
+def test_tightness_white_box_gaussian(eps):
+    r = au.audit_optimizer(target_epsilon=eps)
+    ratio = r.epsilon_lower_bound / r.claimed_epsilon
+    print(f"\nε = {eps}: claimed {r.claimed_epsilon:.3f}, lower bound "
+          f"{r.epsilon_lower_bound:.3f}, ratio {ratio:.3f}")
+    assert not r.proven_refuted and ratio >= 0.5
+
+
+def _users_quantum_step(noise_scale):
+    """A user's own DP step on a one-qubit model (not make_private): per-example gradients of
+    ℓ = −y f from PennyLane with the product's transform, clip at C = 1, sum, add
+    noise_scale · σ C Gaussian noise; claims the calibrated ε for σ."""
+    import pennylane as qml
+
+    from pennylane_qshiftdp import param_shift
+
+    dev = qml.device("default.qubit", wires=1)
+
+    @qml.qnode(dev, interface="torch", diff_method=param_shift)
+    def f(x, w):
+        qml.RY(x, wires=0)
+        qml.RY(w, wires=0)
+        return qml.expval(qml.Z(0))
+
+    def release(data, seed):
+        g = torch.Generator().manual_seed(seed)
+        total = torch.zeros((), dtype=torch.float64)
+        for x, y in data:
+            w = torch.tensor(0.3, dtype=torch.float64, requires_grad=True)
+            (-y * f(torch.tensor(x, dtype=torch.float64), w)).backward()
+            total = total + w.grad.clamp(-1.0, 1.0)
+        z = torch.randn((), generator=g, dtype=torch.float64)
+        return (total + noise_scale * SIGMA_2 * z).reshape(1), EPS_2
+
+    return release
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scale,refuted", [(1.0, False), (0.5, True)])
+def test_users_own_quantum_step_through_the_seam(scale, refuted):
+    """Zero background (label 0) and a canary whose gradient is −y f' = sin(π/2) = 1 = C."""
+    d = [(-0.3, 0.0)] * 4
+    dp = d + [(math.pi / 2 - 0.3, 1.0)]
+    r = au.audit_release(_users_quantum_step(scale), d, dp, delta=DELTA, trials=2000, seed=1)
+    print(f"\nuser's quantum step, noise × {scale}: claimed {r.claimed_epsilon:.3f}, lower "
+          f"bound {r.epsilon_lower_bound:.3f} {r.estimator_bounds}, {r.seconds:.1f} s")
+    assert r.proven_refuted is refuted
