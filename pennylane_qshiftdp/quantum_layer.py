@@ -774,6 +774,16 @@ def torch_layer_grad_sampler(layer, activations, backprops):
         SensitivityError: if the QNode's diff method is not the private transform.
     """
     check_private_qnode(layer.qnode)
+    if any(getattr(w, "grad_sample", None) is not None for w in layer.qnode_weights.values()):
+        # Opacus promotes per-example gradients at the end of a backward pass: one still held
+        # here means a second backward pass before optimizer.step(). Opacus would fail later
+        # with a shape error; its rows would be clipped apart from this pass's (sensitivity 2C).
+        raise ValueError(
+            "A second backward pass through a quantum layer before optimizer.step(): "
+            "per-example gradients of several backward passes would be clipped separately "
+            "(an example in two of them would count twice). Call optimizer.step() after every "
+            "backward pass; for a main and an auxiliary loss back-propagate their sum once."
+        )
     x = activations[0]
     xb = x.reshape(-1, x.shape[-1])
     n_examples = int(x.shape[0]) if x.ndim > 1 else 1

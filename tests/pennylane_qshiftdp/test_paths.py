@@ -131,6 +131,10 @@ def _poisson(make_model, n=12, batch=4, **kw):
 
 _KINDS = {"quantum": (_qlayer, {"loss": LinearLoss()}),
           "classical": (_classical, {"max_grad_norm": 1.0})}
+# The refusal of a second backward pass: the quantum layer's grad sampler, Opacus's own check.
+_SECOND_BACKWARD = {"quantum": "A second backward pass through a quantum layer before "
+                               "optimizer.step()",
+                    "classical": "Poisson sampling is not compatible with grad accumulation"}
 
 
 @pytest.mark.parametrize("kind", sorted(_KINDS))
@@ -143,7 +147,7 @@ def test_two_poisson_batches_before_one_step_are_refused(kind):
     x1, y1 = next(it)
     _steep(model(x1), y1).backward()
     x2, y2 = next(it)
-    with pytest.raises((ValueError, RuntimeError, IndexError)):
+    with pytest.raises(ValueError, match=re.escape(_SECOND_BACKWARD[kind])):
         _steep(model(x2), y2).backward()
         opt.step()
     assert opt.ledger.steps == 0
@@ -172,7 +176,7 @@ def test_main_and_auxiliary_loss_backpropagated_separately_are_refused(kind):
     x, y = next(iter(dl))
     opt.zero_grad()
     _steep(model(x), y).backward()  # main loss
-    with pytest.raises((ValueError, RuntimeError, IndexError)):
+    with pytest.raises(ValueError, match=re.escape(_SECOND_BACKWARD[kind])):
         (model(x) ** 2).mean().backward()  # auxiliary loss, second backward pass
         opt.step()
     assert opt.ledger.steps == 0
