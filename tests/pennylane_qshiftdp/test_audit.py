@@ -477,9 +477,14 @@ class _HalfLedger(QShiftDPOptimizer):
 class _NoCountNoise(QShiftDPOptimizer):
     """Broken adaptive clipping: the unclipped count is released without noise."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.adaptive_clipping["unclipped_num_std"] = 1e-9
+    def _update_clip_norm(self):
+        # The gradient keeps the accounted noise; only the count's noise is (almost) removed.
+        cfg = self.adaptive_clipping
+        saved, cfg["unclipped_num_std"] = cfg["unclipped_num_std"], 1e-9
+        try:
+            super()._update_clip_norm()
+        finally:
+            cfg["unclipped_num_std"] = saved
 
 
 ADAPTIVE = {"target_unclipped_quantile": 0.5, "clipbound_learning_rate": 0.2,
