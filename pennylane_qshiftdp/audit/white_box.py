@@ -184,7 +184,8 @@ def audit_release(release: Callable, dataset, dataset_with_canary, *, delta: flo
     if not claims and not all(failed[0] + failed[1]):
         raise ValueError("No claim to audit: `release` returned no ε and `claimed_epsilon` is "
                          "None.")
-    width = 1 if width is None else width
+    if width is None:  # every release crashed: the shape the canary direction expects
+        width = 1 if canary_direction is None else int(np.size(canary_direction))
     rel_d, rel_dp = (np.stack([np.full(width, np.nan) if r is None else r for r in rs])
                      for rs in rels)
     fail_d, fail_dp = np.array(failed[0]), np.array(failed[1])

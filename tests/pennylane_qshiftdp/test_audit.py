@@ -590,3 +590,16 @@ def test_users_own_quantum_step_through_the_seam(scale, refuted):
     print(f"\nuser's quantum step, noise × {scale}: claimed {r.claimed_epsilon:.3f}, lower "
           f"bound {r.epsilon_lower_bound:.3f} {r.estimator_bounds}, {r.seconds:.1f} s")
     assert r.proven_refuted is refuted
+
+
+def test_a_release_that_always_crashes_is_a_finding_with_a_canary_direction():
+    """Crashing in both worlds is reported (never an exception of the audit), also when the
+    canary direction has several coordinates."""
+
+    def release(dataset, seed):
+        raise RuntimeError("boom")
+
+    r = au.audit_release(release, np.zeros(1), np.ones(1), delta=1e-5, trials=8,
+                         claimed_epsilon=1.0, canary_direction=np.ones(3))
+    assert r.verdict == "not refuted"
+    assert any("8/8 trials on D and 8/8 on D'" in f and "boom" in f for f in r.findings)
