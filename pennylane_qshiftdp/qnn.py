@@ -160,8 +160,24 @@ class TorchLayer(qml.qnn.TorchLayer):
         else:
             parts = quantum_layer.exact_law_parts(self, x)
             if parts is None:
-                return super().forward(inputs)
+                return self._pennylane_forward(inputs, x)
         return quantum_layer.torch_layer_output(self, parts, inputs)
+
+    def _pennylane_forward(self, inputs, x):
+        """PennyLane's forward; a row with a non-finite entry runs as zeros and reads NaN (as
+        on the gradient path: the other rows, and sampling, never see it)."""
+        clean, bad = quantum_layer.finite_rows(x)
+        if not bad.any():
+            return super().forward(inputs)
+        out = super().forward(clean.reshape(inputs.shape)).clone()
+        if inputs.ndim == 1:
+            return out.fill_(float("nan"))
+        mask = torch.as_tensor(bad).reshape(inputs.shape[:-1])
+        if quantum_layer.stacked_parts(self, x):
+            out[:, mask] = float("nan")
+        else:
+            out[mask] = float("nan")
+        return out
 
 
 @register_grad_sampler(TorchLayer)

@@ -450,6 +450,15 @@ def _recorder_of(qnode) -> ShotRecorder | None:
     return rec if rec is not None else active_recorder()
 
 
+def finite_rows(inputs: torch.Tensor) -> tuple[torch.Tensor, np.ndarray]:
+    """``inputs`` ``(B, n_in)`` with every row holding a non-finite entry set to zeros, and the
+    boolean mask ``(B,)`` of those rows."""
+    bad = ~torch.isfinite(inputs.detach()).all(dim=-1)
+    if not bool(bad.any()):
+        return inputs, bad.numpy()
+    return inputs.detach().masked_fill(bad[:, None], 0.0), bad.numpy()
+
+
 def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
                    input_grad: bool = False) -> LayerEvaluation:
     r"""Outputs and per-example parameter-shift Jacobians of a TorchLayer, in one execution.
@@ -486,6 +495,12 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
         raise ValueError(f"`inputs` must have shape (B, n_in) with B >= 1. Found "
                          f"{tuple(inputs.shape)}.")
     batch = int(inputs.shape[0])
+    key = (inputs.data_ptr(), tuple(inputs.shape))
+    # A row with a non-finite entry runs as zeros and reads NaN (outputs and Jacobians), so
+    # the other examples' outputs, gradients and shots are those of the batch without it
+    # (a NaN angle would otherwise poison the whole broadcast execution, or crash sampling),
+    # and only that example's per-example gradient is non-finite (the optimizer zeroes it).
+    inputs, bad = finite_rows(inputs)
     names = list(layer.qnode_weights)
     w_leaves = [layer.qnode_weights[k].detach().double().requires_grad_(True) for k in names]
     x_leaf = inputs.detach().double().requires_grad_(True)
@@ -529,10 +544,10 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
         [res] = (sampling.execute_exact_law([fwd], device) if exact
                  else qml.execute([fwd], device, diff_method=None))
         out, sizes = _flat(res, batch if fwd.batch_size else 1, num_meas)
-        out = np.broadcast_to(out, (batch, out.shape[1]))
-        return LayerEvaluation(torch.as_tensor(out.copy()), torch.zeros(batch, out.shape[1], 0,
-                               dtype=torch.float64), [], wjac, [], [],
-                               (inputs.data_ptr(), tuple(inputs.shape)), single_output,
+        out = np.broadcast_to(out, (batch, out.shape[1])).copy()
+        out[bad] = np.nan
+        return LayerEvaluation(torch.as_tensor(out), torch.zeros(batch, out.shape[1], 0,
+                               dtype=torch.float64), [], wjac, [], [], key, single_output,
                                sizes, _scalars(tape))
 
     rep = fwd.bind_new_parameters(_unbroadcast(np_params, broadcast), list(range(len(np_params))))
@@ -576,6 +591,11 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
     if res_batch != batch:
         out = np.broadcast_to(out, (batch, out.shape[1])).copy()
         jac = np.broadcast_to(jac, (batch, *jac.shape[1:])).copy()
+    if bad.any():
+        out, jac = np.array(out, copy=True), np.array(jac, copy=True)
+        out[bad], jac[bad] = np.nan, np.nan
+        nan_rows = torch.as_tensor(bad)
+        input_jacs = [dj.masked_fill(nan_rows[:, None], float("nan")) for dj in input_jacs]
     return LayerEvaluation(
         outputs=torch.as_tensor(out),
         jacobian=torch.as_tensor(jac),
@@ -583,7 +603,7 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
         weight_jacobian=wjac,
         input_rows=input_rows,
         input_jacobians=input_jacs,
-        inputs_ptr=(inputs.data_ptr(), tuple(inputs.shape)),
+        inputs_ptr=key,
         single_output=single_output,
         output_sizes=sizes,
         output_scalars=_scalars(tape),
@@ -720,7 +740,8 @@ def exact_law_parts(layer, inputs) -> list | None:
     qnode = layer.qnode
     if sampling.shot_sampling(qnode) != "exact_law":
         return None
-    kwargs = {layer.input_arg: inputs.detach().double(),
+    clean, bad = finite_rows(inputs)
+    kwargs = {layer.input_arg: clean.detach().double(),
               **{k: w.detach().double() for k, w in layer.qnode_weights.items()}}
     tapes, _ = qml.workflow.construct_batch(qnode, level="gradient")(**kwargs)
     if len(tapes) != 1 or not tapes[0].shots or tapes[0].shots.has_partitioned_shots:
@@ -732,8 +753,9 @@ def exact_law_parts(layer, inputs) -> list | None:
     [res] = sampling.execute_exact_law([fwd], qnode.device)
     batch = int(inputs.shape[0])
     out, sizes = _flat(res, batch if fwd.batch_size else 1, len(fwd.measurements))
-    out = torch.as_tensor(np.broadcast_to(out, (batch, out.shape[1])).copy()).to(inputs.dtype)
-    return _split(out, sizes, _scalars(fwd))
+    out = np.broadcast_to(out, (batch, out.shape[1])).copy()
+    out[bad] = np.nan
+    return _split(torch.as_tensor(out).to(inputs.dtype), sizes, _scalars(fwd))
 
 
 def fused_parts(layer, x: torch.Tensor, weights: list, *, input_grad: bool) -> list:

@@ -598,3 +598,32 @@ def test_variance_of_a_sum_is_refused_before_training():
     layer = qs.qnn.TorchLayer(qnode, {"weights": (WEIGHTS,)})
     with pytest.raises(qs.UnsupportedMeasurementError, match="qml.Hermitian"):
         layer(torch.zeros(2, N_IN))
+
+
+@pytest.mark.parametrize("shots", [None, 50])
+@pytest.mark.parametrize(("measurement", "layout"), [("expval", "alone"), ("probs", "alone"),
+                                                     ("expval_list", "hybrid")])
+def test_a_non_finite_input_row_makes_only_its_own_gradient_non_finite(measurement, layout,
+                                                                       shots):
+    """A NaN (or inf) input row: its own outputs and per-example gradients are non-finite,
+    every other example's are those of the batch without it (analytic: exactly; with device
+    sampling: the run does not crash and the others stay finite)."""
+    model = Model(layout, measurement, qs.param_shift, shots=shots, seed=3)
+    x = _inputs(layout, 4)
+    c = _coeffs(64)
+    poisoned = x.clone()
+    poisoned[1, 0] = float("nan")
+    poisoned[3, 1] = float("inf") if layout == "alone" else float("nan")  # tanh(inf) = 1
+    ours = _grad_samples(model, poisoned, c, "sum")
+    with torch.no_grad():
+        out = model(poisoned)
+    keep = [0, 2]
+    for name, gs in ours.items():
+        rows = gs.reshape(4, -1)
+        assert torch.isfinite(rows[keep]).all(), name
+        assert not torch.isfinite(rows[[1, 3]]).all(dim=1).any(), name
+    assert torch.isfinite(out[keep]).all() and not torch.isfinite(out[[1, 3]]).all(dim=1).any()
+    if shots is None:
+        clean = _grad_samples(model, x[keep], c, "sum")
+        for name, gs in ours.items():
+            torch.testing.assert_close(gs[keep], clean[name], atol=1e-12, rtol=0)
