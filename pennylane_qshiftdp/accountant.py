@@ -960,7 +960,7 @@ class PrivacyLedger:
                      "those statistics, which were computed from the training data without "
                      "privacy (see Preprocessing), so NOT for the raw data")
         elif extra.get("preprocessing"):
-            head += (" from the raw data on (the preprocessing is fixed before seeing the "
+            head += (", raw data included (the preprocessing is fixed before seeing the "
                      "data)")
         else:
             head += (" as they reach the private training loop; NOT for any preprocessing "

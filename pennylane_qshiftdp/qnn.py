@@ -200,9 +200,11 @@ def _pennylane_layer_message(layer) -> str:
     return (
         "A pennylane.qnn.TorchLayer has no per-example gradients in Opacus (torch.func cannot "
         "trace a quantum device). Convert it to pennylane_qshiftdp.qnn.TorchLayer first: "
-        "`model = opacus.validators.ModuleValidator.fix(model)`, or "
-        "`pennylane_qshiftdp.qnn.convert_torch_layers(model)` to keep the Parameter objects "
-        "(pennylane_qshiftdp.make_private does this itself)."
+        "`pennylane_qshiftdp.qnn.convert_torch_layers(model)` (in place, keeping the Parameter "
+        "objects), or `model = opacus.validators.ModuleValidator.fix(model)`, which clones the "
+        "model with torch.save and so fails for a QNode function that cannot be pickled by name "
+        "(one made with the @qml.qnode decorator). pennylane_qshiftdp.make_private converts "
+        "in place itself."
     )
 
 

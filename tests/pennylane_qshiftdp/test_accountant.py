@@ -411,7 +411,7 @@ class TestStatement:
                 "for the training examples (add/remove-one adjacency)")
         fixed = make(extra={"preprocessing": "pooling over fixed regions"}).statement()
         assert fixed.splitlines()[0] == head + (
-            " from the raw data on (the preprocessing is fixed before seeing the data).")
+            ", raw data included (the preprocessing is fixed before seeing the data).")
         pca = make(preprocessing_note="Means and principal components.").statement()
         assert pca.splitlines()[0] == head + (
             " as preprocessed, with the preprocessing statistics held fixed; NOT for those "

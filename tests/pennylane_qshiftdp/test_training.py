@@ -517,7 +517,8 @@ def test_pca_statement_first_line_says_what_is_not_covered():
         "from the training data without privacy (see Preprocessing), so NOT for the raw data.")
     fixed = train(TrainConfig(**{**TINY, "epochs": 1}), progress=False).statement
     assert fixed.splitlines()[0].endswith(
-        "from the raw data on (the preprocessing is fixed before seeing the data).")
+        "add/remove-one adjacency), raw data included (the preprocessing is fixed before "
+        "seeing the data).")
 
 
 def test_shots_auto_device_auto_and_eval_shots():
