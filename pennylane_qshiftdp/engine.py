@@ -644,7 +644,8 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
                      "classical_max_grad_norm": classical_max_grad_norm,
                      "description": "C = the certified a-priori bound Δ of the parameter-shift "
                      "gradient" + (f" combined with C_classical = {classical_max_grad_norm:g}"
-                                   if classical else "") + "; every per-example gradient is clipped at C"}
+                                   if classical else "")
+                     + "; every per-example gradient is clipped at C"}
     elif max_grad_norm == "public":
         if classical or len(layers) != 1 or module is not layers[0] and not _feeds_data(
                 module, layers[0], dataset[0][0]):
