@@ -366,17 +366,18 @@ def _shifted_tapes(fwd, rule: _ShiftRule, np_params) -> list:
             for s, mps in zip(rule.shifts, rule.measurements, strict=True)]
 
 
-def _execute_exact_law(fwd, rule: _ShiftRule, device) -> list:
-    """Forward and shifted circuits under exact-law sampling: per group of circuits with the
-    same measurements, one merged analytic evaluation (one group for expval models)."""
+def _execute_merged(fwd, rule: _ShiftRule, device, *, analytic: bool) -> list:
+    """Forward and shifted circuits, per group of circuits with the same measurements one
+    merged evaluation (one group for expval models): analytic (``shots=None``) or by
+    exact-law sampling."""
     results = [None] * (1 + rule.num_tapes)
     n_op = len(_op_params(fwd))
     for mps, idx, offsets in rule.groups:
         template = fwd.copy(measurements=mps)
         obs_params = template.get_parameters(trainable_only=False)[n_op:]
         full = list(offsets) + [np.zeros((len(idx), *np.shape(p))) for p in obs_params]
-        for c, r in zip(idx, sampling._execute(template, None, device, offsets=full),
-                        strict=True):
+        for c, r in zip(idx, sampling.execute_offsets(template, full, device,
+                                                       analytic=analytic), strict=True):
             results[c] = r
     return results
 
@@ -572,7 +573,10 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
     if exact:
         # Analytic circuits merged into broadcast tapes, estimates drawn from the exact law
         # (it refuses the observables that recording would rewrite into samples).
-        results = _execute_exact_law(fwd, rule, device)
+        results = _execute_merged(fwd, rule, device, analytic=False)
+    elif not tape.shots and recorder is None:
+        # Analytic: the same merged, light-cone-pruned, gate-fused tapes, read analytically.
+        results = _execute_merged(fwd, rule, device, analytic=True)
     else:
         shifted = _shifted_tapes(fwd, rule, np_params)
         if recorder is not None:

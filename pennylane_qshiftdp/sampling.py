@@ -817,22 +817,54 @@ def execute_exact_law(tapes, device, *, max_amplitudes: int = _MAX_MERGED_AMPLIT
     return _execute(template, None, device, max_amplitudes, tapes=tapes)
 
 
+def execute_offsets(template, offsets, device, *, analytic: bool = False) -> list:
+    r"""The circuits ``template`` with its parameters moved by each row of ``offsets``, merged
+    into broadcast tapes (light cone, single-qubit fusion) where the device broadcasts natively.
+
+    With ``analytic=False`` every estimate is drawn from the exact outcome law
+    (:func:`execute_exact_law`, the tape's finite shots); with ``analytic=True`` the tape's own
+    measurements are returned analytically (``shots=None``), exactly as
+    :func:`pennylane.execute` returns them for the separate circuits, up to floating-point
+    rounding of the fused gates (dropping gates outside the light cone is exact).
+
+    Args:
+        template: a tape (possibly broadcast); with ``analytic=False`` it needs finite shots.
+        offsets: per tape parameter (``get_parameters(trainable_only=False)`` order) an array
+            ``(C, *shape)`` added to it: C circuits.
+        device: the device to run them on.
+        analytic: return analytic results (see above).
+
+    Returns:
+        list: per circuit, results in the structure the device returns (one array per
+        measurement, a tuple for several; a leading batch axis for a broadcast template).
+
+    Raises:
+        ValueError: with ``analytic=False``, for a template without finite shots.
+        NotImplementedError: as :func:`execute_exact_law`.
+    """
+    return _execute(template, None, device, offsets=offsets, analytic=analytic)
+
+
 def _execute(template, param_sets, device, max_amplitudes=_MAX_MERGED_AMPLITUDES, *,
-             tapes=None, offsets=None) -> list:
+             tapes=None, offsets=None, analytic=False) -> list:
     """:func:`execute_exact_law` of the circuits ``template`` with each parameter set
     (all tape parameters, as ``get_parameters(trainable_only=False)``), of ``template`` with
     its parameters moved by each row of ``offsets`` (per tape parameter an array
-    ``(C, *shape)``; ``param_sets`` is then ``None``), or of ``tapes``."""
+    ``(C, *shape)``; ``param_sets`` is then ``None``), or of ``tapes``; with ``analytic``, the
+    measurements' analytic values instead of exact-law draws."""
     if isinstance(max_amplitudes, bool) or not isinstance(max_amplitudes, (int, np.integer)) \
             or max_amplitudes < 1:
         raise ValueError(f"`max_amplitudes` must be a positive integer. Found "
                          f"{max_amplitudes!r}.")
     shots = template.shots
-    _check_shots(shots)
-    rng = device_generator(device)
     mps = list(template.measurements)
-    groups = _groups(mps)
-    analytic_mps = [g.analytic for g in groups]
+    if analytic:  # one reader per measurement: its analytic value
+        groups, analytic_mps = None, mps
+    else:
+        _check_shots(shots)
+        rng = device_generator(device)
+        groups = _groups(mps)
+        analytic_mps = [g.analytic for g in groups]
     batch = template.batch_size
     beff = batch or 1
 
@@ -859,19 +891,23 @@ def _execute(template, param_sets, device, max_amplitudes=_MAX_MERGED_AMPLITUDES
     num = sum(c[1] for c in chunks)
     results = qml.execute([c[0] for c in chunks], device, diff_method=None)
 
-    per_group = [[] for _ in groups]
+    per_group = [[] for _ in analytic_mps]
     for (tape, n_circuits), res in zip(chunks, results, strict=True):
         n_rows = n_circuits * beff
-        for g, r in enumerate(_as_rows(res, len(groups))):
+        for g, r in enumerate(_as_rows(res, len(analytic_mps))):
             arr = np.asarray(qml.math.toarray(r), dtype=float)
             arr = arr.reshape(n_rows, *arr.shape[1:]) if tape.batch_size is not None else \
                 np.broadcast_to(arr, (n_rows, *arr.shape))
             per_group[g].append(arr)
 
     values = [None] * len(mps)
-    for g, group in enumerate(groups):
-        analytic = np.concatenate(per_group[g], axis=0)  # (num · beff, ...)
-        for i, v in zip(group.members, _read(group, analytic, shots.total_shots, rng),
+    if groups is None:
+        for i, parts in enumerate(per_group):
+            v = np.concatenate(parts, axis=0)
+            values[i] = v.reshape(num, beff, *v.shape[1:])
+    for g, group in enumerate(groups or ()):
+        exact = np.concatenate(per_group[g], axis=0)  # (num · beff, ...)
+        for i, v in zip(group.members, _read(group, exact, shots.total_shots, rng),
                         strict=True):
             values[i] = v.reshape(num, beff, *v.shape[1:])
 

@@ -113,9 +113,12 @@ def test_per_example_gradients_with_shots_agree_within_shot_noise():
     assert float((ours - ref).abs().max()) < 6 / math.sqrt(2 * 4000)
 
 
-def test_one_evaluation_per_step():
-    """Forward and all shifted circuits run in one execution; backward runs no circuit."""
-    layer = _layer()
+@pytest.mark.parametrize("shots", [None, 100])
+def test_one_evaluation_per_step(shots):
+    """Forward and all shifted circuits run in one execution; backward runs no circuit.
+    Analytic: merged into one broadcast tape; with device sampling: one broadcast tape per
+    circuit (each circuit draws its own shots)."""
+    layer = _layer(shots=shots, seed=1)
     x = _data(n=5).tensors[0]
     dev = layer.qnode.device
     with qml.Tracker(dev) as tracker:
@@ -123,7 +126,7 @@ def test_one_evaluation_per_step():
         out.sum().backward()
     assert tracker.totals["batches"] == 1
     # 1 forward + 2 shifted circuits per weight (12 weights), each broadcast over the batch
-    assert tracker.totals["simulations"] == 1 + 2 * 12
+    assert tracker.totals["simulations"] == (1 if shots is None else 1 + 2 * 12)
     assert tracker.totals["executions"] == 5 * (1 + 2 * 12)
 
 
