@@ -69,14 +69,22 @@ FAST_MEASUREMENTS = ["expval", "expval_list", "expval_tuple", "probs", "var", "v
                      "hamiltonian", "expval_probs_list"]
 
 
-def _circuit_for(measurement):
-    make, _ = MEASUREMENTS[measurement]
+class _Circuit:
+    """The ansatz returning one measurement kind; picklable (Opacus's ModuleValidator.fix
+    clones a module by pickling it, which a closure would not survive)."""
 
-    def circuit(inputs, weights):
+    __name__ = "circuit"  # PennyLane's TorchLayer prints its QNode function's name
+
+    def __init__(self, measurement):
+        self.measurement = measurement
+
+    def __call__(self, inputs, weights):
         _ansatz(inputs, weights)
-        return make()
+        return MEASUREMENTS[self.measurement][0]()
 
-    return circuit
+
+def _circuit_for(measurement):
+    return _Circuit(measurement)
 
 
 def _frozen_circuit_for(measurement):
@@ -99,8 +107,9 @@ def _qnode(measurement, diff_method, *, device="default.qubit", shots=None, seed
     return qml.set_shots(qnode, shots=shots) if shots is not None else qnode
 
 
-def _quantum(measurement, diff_method, seed_offset=0, **kwargs):
-    """A TorchLayer: the product's for the private transform, PennyLane's otherwise."""
+def _quantum(measurement, diff_method, seed_offset=0, pennylane_layer=False, **kwargs):
+    """A TorchLayer: the product's for the private transform, PennyLane's otherwise (or with
+    ``pennylane_layer``: PennyLane's over the private transform, for Opacus's fixer)."""
     frozen = kwargs.get("frozen", False)
     qnode = _qnode(measurement, diff_method, **kwargs)
     gen = torch.Generator().manual_seed(11 + seed_offset)
@@ -109,7 +118,8 @@ def _quantum(measurement, diff_method, seed_offset=0, **kwargs):
     if frozen:
         init["frozen"] = torch.tensor([0.4, -0.9], dtype=torch.float64)
         shapes["frozen"] = (2,)
-    cls = qs.qnn.TorchLayer if diff_method is qs.param_shift else qml.qnn.TorchLayer
+    cls = (qs.qnn.TorchLayer if diff_method is qs.param_shift and not pennylane_layer
+           else qml.qnn.TorchLayer)
     layer = cls(qnode, shapes, init_method=init).double()
     if frozen:
         layer.frozen.requires_grad_(False)
@@ -366,6 +376,32 @@ def test_per_example_gradients_with_shots_within_shot_noise(mode, measurement):
 # ------------------------------------------------------------------------------------------
 
 
+def _clipped_sum(ref, x, c, clip, *, binds=True):
+    """Σ_j min(1, C/(‖g_j‖ + 1e-6)) g_j, flat in the order of ``ref``'s trainable parameters,
+    with g_j example j's gradient by backprop alone (Opacus's clip factor)."""
+    per_example = _per_example_reference(ref, x, c)
+    names = [n for n, p in ref.named_parameters() if p.requires_grad]
+    flat = torch.stack([torch.cat([g[n].reshape(-1) for n in names]) for g in per_example])
+    factors = (clip / (flat.norm(dim=1) + 1e-6)).clamp(max=1.0)
+    if binds:
+        assert float(factors.min()) < 1.0  # the clip binds (for some examples at least)
+    return (factors[:, None] * flat).sum(0)
+
+
+def _seeded_noise(params, seed, std):
+    """The noise a seeded QShiftDPOptimizer adds: one float64 draw per coordinate, in the
+    optimizer's parameter order, from a generator seeded with make_private's ``seed``."""
+    gen = torch.Generator().manual_seed(seed)
+    return torch.cat([torch.randn(p.numel(), generator=gen, dtype=torch.float64)
+                      for p in params]) * std
+
+
+def _update(before, params, lr):
+    """(θ_before − θ_after)/lr, flat: the gradient plain SGD applied."""
+    return torch.cat([(b - p.detach()).reshape(-1) / lr for b, p in zip(before, params,
+                                                                        strict=True)])
+
+
 def _step_cells():
     cells = []
     for (m, layout), reduction in itertools.product(
@@ -401,21 +437,11 @@ def test_one_private_step_is_the_clipped_noised_sum(measurement, layout, reducti
     (ell.mean() if reduction == "mean" else ell.sum()).backward()
     opt.step()
 
-    per_example = _per_example_reference(ref, x, c)
-    names = [n for n, p in ref.named_parameters() if p.requires_grad]
-    flat = torch.stack([torch.cat([g[n].reshape(-1) for n in names]) for g in per_example])
-    factors = (clip / (flat.norm(dim=1) + 1e-6)).clamp(max=1.0)
-    assert float(factors.min()) < 1.0  # the clip binds (for some examples at least)
-    summed = (factors[:, None] * flat).sum(0)
-    gen = torch.Generator().manual_seed(seed)
-    noise = torch.cat([torch.randn(p.numel(), generator=gen, dtype=torch.float64)
-                       for p in params]) * opt.noise_multiplier * clip
-    released = summed + noise
+    summed = _clipped_sum(ref, x, c, clip)
+    released = summed + _seeded_noise(params, seed, opt.noise_multiplier * clip)
     if reduction == "mean":
         released = released / opt.expected_batch_size
-    got = torch.cat([(b - p.detach()).reshape(-1) / lr for b, p in zip(before, params,
-                                                                        strict=True)])
-    torch.testing.assert_close(got, released, atol=1e-9, rtol=0)
+    torch.testing.assert_close(_update(before, params, lr), released, atol=1e-9, rtol=0)
 
 
 # ------------------------------------------------------------------------------------------
