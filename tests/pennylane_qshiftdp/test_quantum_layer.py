@@ -6,8 +6,13 @@ Invariants, per cell:
 (b) every trainable parameter's per-example gradient from Opacus's ``GradSampleModule`` = that
     example's gradient alone by ``diff_method="backprop"`` (1e-10, float64, shots=None; within
     shot noise with shots);
-(c) one ``make_private`` step = the clipped, noised sum built by hand.
-Axes: measurements x layouts x devices x shots x loss reduction x batch size.
+(c) one ``make_private`` step = the clipped, noised sum built by hand;
+(d) the other entry points give the same step: Opacus's own ``PrivacyEngine`` on a model fixed
+    by ``ModuleValidator.fix`` or ``convert_torch_layers`` (σ = 0: the clipped sum), Opacus's
+    ``BatchMemoryManager`` (= one unsplit logical batch), ``distributed=True`` on 2 processes
+    (= the clipped noised sum over both shares), and a checkpoint/resume (= the uninterrupted
+    run, bit for bit).
+Axes: measurements x layouts x devices x shots x loss reduction x batch size x entry point.
 """
 
 from __future__ import annotations
@@ -69,14 +74,22 @@ FAST_MEASUREMENTS = ["expval", "expval_list", "expval_tuple", "probs", "var", "v
                      "hamiltonian", "expval_probs_list"]
 
 
-def _circuit_for(measurement):
-    make, _ = MEASUREMENTS[measurement]
+class _Circuit:
+    """The ansatz returning one measurement kind; picklable (Opacus's ModuleValidator.fix
+    clones a module by pickling it, which a closure would not survive)."""
 
-    def circuit(inputs, weights):
+    __name__ = "circuit"  # PennyLane's TorchLayer prints its QNode function's name
+
+    def __init__(self, measurement):
+        self.measurement = measurement
+
+    def __call__(self, inputs, weights):
         _ansatz(inputs, weights)
-        return make()
+        return MEASUREMENTS[self.measurement][0]()
 
-    return circuit
+
+def _circuit_for(measurement):
+    return _Circuit(measurement)
 
 
 def _frozen_circuit_for(measurement):
@@ -99,8 +112,9 @@ def _qnode(measurement, diff_method, *, device="default.qubit", shots=None, seed
     return qml.set_shots(qnode, shots=shots) if shots is not None else qnode
 
 
-def _quantum(measurement, diff_method, seed_offset=0, **kwargs):
-    """A TorchLayer: the product's for the private transform, PennyLane's otherwise."""
+def _quantum(measurement, diff_method, seed_offset=0, pennylane_layer=False, **kwargs):
+    """A TorchLayer: the product's for the private transform, PennyLane's otherwise (or with
+    ``pennylane_layer``: PennyLane's over the private transform, for Opacus's fixer)."""
     frozen = kwargs.get("frozen", False)
     qnode = _qnode(measurement, diff_method, **kwargs)
     gen = torch.Generator().manual_seed(11 + seed_offset)
@@ -109,7 +123,8 @@ def _quantum(measurement, diff_method, seed_offset=0, **kwargs):
     if frozen:
         init["frozen"] = torch.tensor([0.4, -0.9], dtype=torch.float64)
         shapes["frozen"] = (2,)
-    cls = qs.qnn.TorchLayer if diff_method is qs.param_shift else qml.qnn.TorchLayer
+    cls = (qs.qnn.TorchLayer if diff_method is qs.param_shift and not pennylane_layer
+           else qml.qnn.TorchLayer)
     layer = cls(qnode, shapes, init_method=init).double()
     if frozen:
         layer.frozen.requires_grad_(False)
@@ -366,6 +381,32 @@ def test_per_example_gradients_with_shots_within_shot_noise(mode, measurement):
 # ------------------------------------------------------------------------------------------
 
 
+def _clipped_sum(ref, x, c, clip, *, binds=True):
+    """Σ_j min(1, C/(‖g_j‖ + 1e-6)) g_j, flat in the order of ``ref``'s trainable parameters,
+    with g_j example j's gradient by backprop alone (Opacus's clip factor)."""
+    per_example = _per_example_reference(ref, x, c)
+    names = [n for n, p in ref.named_parameters() if p.requires_grad]
+    flat = torch.stack([torch.cat([g[n].reshape(-1) for n in names]) for g in per_example])
+    factors = (clip / (flat.norm(dim=1) + 1e-6)).clamp(max=1.0)
+    if binds:
+        assert float(factors.min()) < 1.0  # the clip binds (for some examples at least)
+    return (factors[:, None] * flat).sum(0)
+
+
+def _seeded_noise(params, seed, std):
+    """The noise a seeded QShiftDPOptimizer adds: one float64 draw per coordinate, in the
+    optimizer's parameter order, from a generator seeded with make_private's ``seed``."""
+    gen = torch.Generator().manual_seed(seed)
+    return torch.cat([torch.randn(p.numel(), generator=gen, dtype=torch.float64)
+                      for p in params]) * std
+
+
+def _update(before, params, lr):
+    """(θ_before − θ_after)/lr, flat: the gradient plain SGD applied."""
+    return torch.cat([(b - p.detach()).reshape(-1) / lr for b, p in zip(before, params,
+                                                                        strict=True)])
+
+
 def _step_cells():
     cells = []
     for (m, layout), reduction in itertools.product(
@@ -401,21 +442,262 @@ def test_one_private_step_is_the_clipped_noised_sum(measurement, layout, reducti
     (ell.mean() if reduction == "mean" else ell.sum()).backward()
     opt.step()
 
-    per_example = _per_example_reference(ref, x, c)
-    names = [n for n, p in ref.named_parameters() if p.requires_grad]
-    flat = torch.stack([torch.cat([g[n].reshape(-1) for n in names]) for g in per_example])
-    factors = (clip / (flat.norm(dim=1) + 1e-6)).clamp(max=1.0)
-    assert float(factors.min()) < 1.0  # the clip binds (for some examples at least)
-    summed = (factors[:, None] * flat).sum(0)
-    gen = torch.Generator().manual_seed(seed)
-    noise = torch.cat([torch.randn(p.numel(), generator=gen, dtype=torch.float64)
-                       for p in params]) * opt.noise_multiplier * clip
-    released = summed + noise
+    summed = _clipped_sum(ref, x, c, clip)
+    released = summed + _seeded_noise(params, seed, opt.noise_multiplier * clip)
     if reduction == "mean":
         released = released / opt.expected_batch_size
-    got = torch.cat([(b - p.detach()).reshape(-1) / lr for b, p in zip(before, params,
-                                                                        strict=True)])
-    torch.testing.assert_close(got, released, atol=1e-9, rtol=0)
+    torch.testing.assert_close(_update(before, params, lr), released, atol=1e-9, rtol=0)
+
+
+# ------------------------------------------------------------------------------------------
+# (d) entry points: Opacus's PrivacyEngine, BatchMemoryManager, distributed, resume
+# (make_private itself: test_one_private_step_is_the_clipped_noised_sum above)
+# ------------------------------------------------------------------------------------------
+
+
+def _opacus_cells():
+    cells = []
+    for (m, layout), fixer in itertools.product(
+            [("expval", "alone"), ("probs", "alone"), ("expval_list", "alone"),
+             ("expval", "hybrid"), ("probs", "hybrid"), ("expval_list", "hybrid")],
+            ["convert_torch_layers", "ModuleValidator.fix"]):
+        cells.append(pytest.param(m, layout, fixer, id=f"{m}-{layout}-{fixer}"))
+    return cells
+
+
+@pytest.mark.parametrize(("measurement", "layout", "fixer"), _opacus_cells())
+def test_opacus_privacy_engine_step_is_the_clipped_sum(measurement, layout, fixer):
+    """Opacus's own front end on a model with PennyLane's TorchLayer, fixed for Opacus: the
+    per-example gradients are backprop's one example at a time, and one step at σ = 0 is the
+    clipped sum over the expected batch size."""
+    from opacus import PrivacyEngine
+
+    batch, clip, lr = 5, 0.05, 0.7
+    plain = Model(layout, measurement, qs.param_shift, pennylane_layer=True)
+    assert type(plain.q) is qml.qnn.TorchLayer
+    ref = _reference_model(plain, layout, measurement)
+    model = (ModuleValidator.fix(plain) if fixer == "ModuleValidator.fix"
+             else qs.qnn.convert_torch_layers(plain))
+    assert type(model.q) is qs.qnn.TorchLayer and ModuleValidator.validate(model) == []
+    x = _inputs(layout, 2 * batch, seed=2)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, torch.zeros(2 * batch)),
+                                         batch_size=batch)
+    params = list(model.parameters())
+    before = [p.detach().clone() for p in params]
+    private, opt, dl = PrivacyEngine().make_private(
+        module=model, optimizer=torch.optim.SGD(params, lr=lr), data_loader=loader,
+        noise_multiplier=0.0, max_grad_norm=clip, poisson_sampling=False)
+    assert opt.expected_batch_size == batch
+    xb, _ = next(iter(dl))
+    c = _coeffs(64)
+    opt.zero_grad()
+    _loss(private(xb), c).mean().backward()
+    expected = _per_example_reference(ref, xb, c)
+    names = [n for n, _ in model.named_parameters()]
+    assert names == list(expected[0])
+    for name, p in model.named_parameters():
+        torch.testing.assert_close(p.grad_sample, torch.stack([e[name] for e in expected]),
+                                   atol=1e-10, rtol=0, msg=f"{name}: per-example gradient")
+    opt.step()
+    torch.testing.assert_close(_update(before, params, lr),
+                               _clipped_sum(ref, xb, c, clip) / batch, atol=1e-10, rtol=0)
+
+
+def _first_logical_step(engine, physical, x, c, *, clip, lr, seed, logical=None):
+    """One logical step of the hybrid expval-list model on ``x``: through ``make_private`` (its
+    Poisson loader, q = 1/2, seeded noise) or Opacus's PrivacyEngine (σ = 0, batches of 6),
+    with the logical batch split by BatchMemoryManager into physical batches of ``physical``
+    examples (``None``: not split; else ``logical``, the logical batch's size, ends the
+    step). Returns (update/lr, the batch's example indices, the number of physical batches,
+    the optimizer)."""
+    from opacus import PrivacyEngine
+    from opacus.utils.batch_memory_manager import BatchMemoryManager
+
+    n = len(x)
+    model = Model("hybrid", "expval_list", qs.param_shift)
+    params = list(model.parameters())
+    before = [p.detach().clone() for p in params]
+    data = torch.utils.data.TensorDataset(x, torch.arange(n, dtype=torch.float64))
+    if engine == "make_private":
+        private, opt, dl = qs.make_private(
+            model, torch.optim.SGD(params, lr=lr), torch.utils.data.DataLoader(data, batch_size=8),
+            target_epsilon=5.0, target_delta=1e-5, epochs=1, seed=seed, max_grad_norm=clip)
+    else:
+        private, opt, dl = PrivacyEngine().make_private(
+            module=model, optimizer=torch.optim.SGD(params, lr=lr),
+            data_loader=torch.utils.data.DataLoader(data, batch_size=6), noise_multiplier=0.0,
+            max_grad_norm=clip, poisson_sampling=False)
+
+    def steps(loader, logical):
+        seen, count = [], 0
+        for xb, yb in loader:
+            opt.zero_grad()
+            if len(xb):
+                _loss(private(xb), c).mean().backward()
+            opt.step()
+            seen += yb.long().tolist()
+            count += 1
+            if logical is None or len(seen) >= logical:
+                return seen, count
+        raise AssertionError("the logical batch ended early")
+
+    if physical is None:
+        seen, count = steps(dl, None)
+    else:
+        with BatchMemoryManager(data_loader=dl, max_physical_batch_size=physical,
+                                optimizer=opt) as memory:
+            # the same seed draws the same logical batch as the unsplit run
+            seen, count = steps(memory, logical)
+    return _update(before, params, lr), seen, count, opt
+
+
+@pytest.mark.parametrize("engine", ["make_private", "opacus"])
+def test_batch_memory_manager_step_equals_the_full_logical_batch_step(engine):
+    clip, lr, seed, n = 0.05, 0.7, 4, 12
+    x, c = _inputs("hybrid", n, seed=5), _coeffs(64)
+    full, batch, count, opt = _first_logical_step(engine, None, x, c, clip=clip, lr=lr,
+                                                  seed=seed)
+    assert count == 1 and len(batch) > 2
+    split, batch2, count2, _ = _first_logical_step(engine, 2, x, c, clip=clip, lr=lr, seed=seed,
+                                                   logical=len(batch))
+    assert batch2 == batch and count2 == math.ceil(len(batch) / 2) > 1
+    torch.testing.assert_close(split, full, atol=1e-10, rtol=0)
+    ref = _reference_model(Model("hybrid", "expval_list", qs.param_shift), "hybrid",
+                           "expval_list")
+    released = _clipped_sum(ref, x[batch], c, clip)
+    if engine == "make_private":  # σ is calibrated (σ = 0 is refused): the seeded noise
+        released = released + _seeded_noise(list(ref.parameters()), seed,
+                                            opt.noise_multiplier * clip)
+    torch.testing.assert_close(split, released / opt.expected_batch_size, atol=1e-10, rtol=0)
+
+
+_DISTRIBUTED = {"clip": 0.05, "lr": 0.7, "seed": 6, "n": 16}
+_DISTRIBUTED_SCRIPT = """
+import importlib.util, sys
+import torch, torch.distributed as dist
+spec = importlib.util.spec_from_file_location("cells", sys.argv[1])
+cells = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(cells)
+dist.init_process_group("gloo")
+out = {m: cells._distributed_step(m) for m in sys.argv[3].split(",")}
+torch.save(out, f"{sys.argv[2]}/rank{dist.get_rank()}.pt")
+dist.destroy_process_group()
+"""
+_DISTRIBUTED_MEASUREMENTS = ["probs", "expval_list"]
+
+
+def _distributed_step(measurement):
+    """One distributed make_private step of the hybrid model on this process's Poisson share
+    (run by every process of the group): the share's example indices and the weights after."""
+    cfg = _DISTRIBUTED
+    model = Model("hybrid", measurement, qs.param_shift)
+    x = _inputs("hybrid", cfg["n"], seed=8)
+    data = torch.utils.data.TensorDataset(x, torch.arange(cfg["n"], dtype=torch.float64))
+    params = list(model.parameters())
+    private, opt, dl = qs.make_private(
+        model, torch.optim.SGD(params, lr=cfg["lr"]),
+        torch.utils.data.DataLoader(data, batch_size=8), target_epsilon=5.0, target_delta=1e-5,
+        epochs=1, seed=cfg["seed"], max_grad_norm=cfg["clip"], distributed=True)
+    xb, yb = next(iter(dl))
+    opt.zero_grad()
+    if len(xb):
+        _loss(private(xb), _coeffs(64)).mean().backward()
+    opt.step()
+    return {"indices": yb.long().tolist(), "after": [p.detach().clone() for p in params],
+            "sigma": opt.noise_multiplier, "expected_batch_size": opt.expected_batch_size}
+
+
+@pytest.fixture(scope="module")
+def distributed_steps(tmp_path_factory):
+    """Both processes' results of one torchrun job (2 processes, gloo) over every cell."""
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = tmp_path_factory.mktemp("distributed")
+    script = out / "cells.py"
+    script.write_text(_DISTRIBUTED_SCRIPT)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+         "--master_port", str(port), str(script), str(Path(__file__).resolve()), str(out),
+         ",".join(_DISTRIBUTED_MEASUREMENTS)],
+        cwd=out, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [torch.load(out / f"rank{r}.pt", weights_only=False) for r in (0, 1)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("measurement", _DISTRIBUTED_MEASUREMENTS)
+def test_distributed_step_is_the_clipped_noised_sum_over_both_ranks(measurement,
+                                                                    distributed_steps):
+    cfg = _DISTRIBUTED
+    r0, r1 = (d[measurement] for d in distributed_steps)
+    assert r0["indices"] and r1["indices"]  # both processes hold examples
+    assert not set(r0["indices"]) & set(r1["indices"])  # disjoint shares
+    union = r0["indices"] + r1["indices"]
+    model = Model("hybrid", measurement, qs.param_shift)  # the same initial weights
+    ref = _reference_model(model, "hybrid", measurement)
+    before = [p.detach().clone() for p in model.parameters()]
+    x = _inputs("hybrid", cfg["n"], seed=8)
+    assert r0["expected_batch_size"] == 0.5 * cfg["n"]  # q N over the whole data set
+    released = (_clipped_sum(ref, x[union], _coeffs(64), cfg["clip"])
+                + _seeded_noise(before, cfg["seed"], r0["sigma"] * cfg["clip"]))
+    for r in (r0, r1):
+        torch.testing.assert_close(_update(before, r["after"], cfg["lr"]),
+                                   released / r["expected_batch_size"], atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize(("measurement", "layout"), [("expval", "hybrid"), ("probs", "alone")])
+def test_resume_after_k_steps_equals_the_uninterrupted_run(measurement, layout):
+    """Noise on (seeded). What an exact resume needs: the model's and the optimizer's state
+    dicts (SGD momentum, σ, clip norms, noise generator, ledger) and the Poisson loader's
+    generator (``loader.batch_sampler.generator``), which optimizer.state_dict() does not
+    hold: without it the resumed run draws other batches."""
+    k, total, n = 2, 5, 12
+    x, c = _inputs(layout, n, seed=9), _coeffs(64)
+
+    def build():
+        model = Model(layout, measurement, qs.param_shift)
+        params = list(model.parameters())
+        loader = torch.utils.data.DataLoader(
+            torch.utils.data.TensorDataset(x, torch.zeros(n, dtype=torch.float64)),
+            batch_size=4)
+        private, opt, dl = qs.make_private(
+            model, torch.optim.SGD(params, lr=0.3, momentum=0.9), loader, target_epsilon=5.0,
+            target_delta=1e-5, epochs=2, seed=3, max_grad_norm=0.05)
+        return model, private, opt, dl
+
+    def train(private, opt, dl, steps):
+        batches = itertools.chain.from_iterable(dl for _ in itertools.count())
+        for xb, _ in itertools.islice(batches, steps):
+            opt.zero_grad()
+            if len(xb):
+                _loss(private(xb), c).mean().backward()
+            opt.step()
+
+    ref_model, *ref_run = build()
+    train(*ref_run, total)
+    model, private, opt, dl = build()
+    train(private, opt, dl, k)
+    buf = io.BytesIO()
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                "sampler": dl.batch_sampler.generator.get_state()}, buf)
+    del model, private, opt, dl
+    buf.seek(0)
+    saved = torch.load(buf, weights_only=True)
+    model, private, opt, dl = build()
+    model.load_state_dict(saved["model"])
+    opt.load_state_dict(saved["optimizer"])
+    dl.batch_sampler.generator.set_state(saved["sampler"])
+    train(private, opt, dl, total - k)
+    assert opt.noise_multiplier > 0 and opt.ledger.steps == total
+    assert opt.ledger.epsilon == ref_run[1].ledger.epsilon
+    for (name, p), q in zip(model.named_parameters(), ref_model.parameters(), strict=True):
+        assert torch.equal(p, q), name
 
 
 # ------------------------------------------------------------------------------------------
