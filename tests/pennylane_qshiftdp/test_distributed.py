@@ -17,7 +17,8 @@ def _run(args, cwd):
 
 
 def test_two_processes_match_the_single_process_ledger_and_converge(tmp_path):
-    _run(["-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29517",
+    # --standalone: a local rendezvous on a free port (no fixed port to collide with)
+    _run(["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
           str(SCRIPT), "--out", str(tmp_path)], tmp_path)
     _run([str(SCRIPT), "--single-process", "--out", str(tmp_path)], tmp_path)
     r0, r1, single = (json.loads((tmp_path / f).read_text())

@@ -610,7 +610,6 @@ def _distributed_step(measurement):
 @pytest.fixture(scope="module")
 def distributed_steps(tmp_path_factory):
     """Both processes' results of one torchrun job (2 processes, gloo) over every cell."""
-    import socket
     import subprocess
     import sys
     from pathlib import Path
@@ -618,12 +617,9 @@ def distributed_steps(tmp_path_factory):
     out = tmp_path_factory.mktemp("distributed")
     script = out / "cells.py"
     script.write_text(_DISTRIBUTED_SCRIPT)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-         "--master_port", str(port), str(script), str(Path(__file__).resolve()), str(out),
+    proc = subprocess.run(  # --standalone: a local rendezvous on a free port
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+         str(script), str(Path(__file__).resolve()), str(out),
          ",".join(_DISTRIBUTED_MEASUREMENTS)],
         cwd=out, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
