@@ -70,15 +70,19 @@ def _read_run(run_dir: Path):
     config = TrainConfig(**saved)
     try:
         metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
-        ledger = PrivacyLedger.load(run_dir / "ledger.json")
-    except (OSError, ValueError, TypeError, KeyError) as err:
-        raise ValueError(f"--run {run_dir}: metrics.json or ledger.json cannot be read "
-                         f"(corrupt?): {type(err).__name__}: {err}") from None
+    except (OSError, ValueError) as err:
+        raise ValueError(f"--run: {run_dir / 'metrics.json'} cannot be read (corrupt?): "
+                         f"{type(err).__name__}: {err}") from None
     if int(ckpt["epoch"]) < int(config.epochs) and not (
             isinstance(metrics, dict) and metrics.get("stopped_early")):
         raise ValueError(f"--run {run_dir} is not finished: its checkpoint holds epoch "
                          f"{ckpt['epoch']} of {config.epochs} (finish it with qshiftdp train "
                          f"--resume first).")
+    try:
+        ledger = PrivacyLedger.load(run_dir / "ledger.json")
+    except (OSError, ValueError, TypeError, KeyError) as err:
+        raise ValueError(f"--run: {run_dir / 'ledger.json'} cannot be read (corrupt?): "
+                         f"{type(err).__name__}: {err}") from None
     if not math.isfinite(config.epsilon):
         raise ValueError(f"--run {run_dir} is a non-private run (--epsilon inf): nothing to "
                          f"audit.")
