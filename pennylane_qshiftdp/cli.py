@@ -579,7 +579,8 @@ def _add_audit_parser(subparsers) -> None:
                    help="trials per data set (default: %(default)s)")
     p.add_argument("--epsilon", action=_Seen, type=float, default=2.0,
                    help="target ε in nats (default: %(default)s)")
-    p.add_argument("--delta", action=_Seen, type=float, default=1e-5, help="target δ (default: %(default)s)")
+    p.add_argument("--delta", action=_Seen, type=float, default=1e-5,
+                   help="target δ (default: %(default)s)")
     p.add_argument("--beta", action=_Seen, type=float, default=1e-3,
                    help="β of the adaptive and isotropic credits (default: %(default)s)")
     p.add_argument("--depolarizing", action=_Seen, type=float, default=None,

@@ -23,8 +23,8 @@ See docs/audit.md for what each estimator assumes and what its ceiling means.
 
 from .one_step import BACKGROUNDS, SCORES, SETTING_MODES, audit_one_step, audit_setting
 from .plot import plot_audit, plot_one_run
-from .run import RUN_FILES, audit_run
 from .result import ESTIMATORS, AuditResult, analyse_releases
+from .run import RUN_FILES, audit_run
 from .scores import lattice_score, projection_score
 from .statistics import (
     ONE_RUN_GUESS_FRACTIONS,

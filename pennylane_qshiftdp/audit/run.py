@@ -260,10 +260,15 @@ def audit_run(run_dir, *, canaries: int = 1000, seed: int = 0, confidence: float
         Steinke, Nasr, Jagielski, arXiv:2305.08846 (v1), Algorithm 1, Thm. 3.1.
 
     Example:
-        >>> audit_run("/nonexistent/run")
+        >>> audit_run("/nonexistent/run")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: --run /nonexistent/run: no such directory (a finished `qshiftdp train --output-dir` run is expected).
+        ValueError: --run /nonexistent/run: no such directory ...
+
+        On a finished run (about as long as the run's training)::
+
+            r = audit_run("runs/qshiftdp-train", canaries=1000, seed=0)
+            print(r)  # claimed ε, audited ε ≥ ..., CEILING, verdict
     """
     from ..training import train
 
