@@ -136,3 +136,20 @@ def test_a_crashing_rerun_is_a_finding(tmp_path):
     assert r.epsilon_lower_bound == 0.0 and r.claimed_epsilon == pytest.approx(
         PrivacyLedger.load(run / "ledger.json").epsilon)
     assert _hashes(run) == before
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flags", [["--model", "hybrid"], ["--max-grad-norm", "adaptive"],
+                                   ["--credit", "adaptive", "--beta", "1e-3", "--shots", "100"]])
+def test_other_clip_groups_and_modes_audit_without_finding(flags, tmp_path):
+    # hybrid: two clip groups (quantum Δ, classical C); adaptive: the clip norm moves; credit:
+    # the claim is the proven ε at δ + β
+    run = tmp_path / "run"
+    assert main(["train", "--device", "default.qubit", "--qubits", "2", "--layers", "1",
+                 "--epochs", "1", "--batch-size", "32", "--shots", "50", "--seeded-noise",
+                 "--no-progress", *flags, "--output-dir", str(run)]) == 0
+    r = audit_run(run, canaries=100)
+    assert r.finding is None and r.verdict == "not refuted" and r.steps == 9
+    assert r.rerun_epsilon == pytest.approx(r.claimed_epsilon)
+    assert r.parameters == (14 if "hybrid" in flags else 6)
+    assert r.delta == pytest.approx(1e-5 + (1e-3 if "--credit" in flags else 0.0))
