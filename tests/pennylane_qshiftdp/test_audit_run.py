@@ -69,8 +69,9 @@ def test_correct_mechanism_not_refuted_outputs_and_run_dir_unchanged(finished_ru
 def test_no_noise_mechanism_is_refuted(finished_run):
     # Power, measured on this run (seed 0, 200 canaries, ceiling 3.67): the product's mechanism
     # gives ε ≥ 0.0; with the optimizer's noise removed (noise_scale=0, the ledger still
-    # claiming ε = 0.196) ε ≥ 0.527: refuted. Half the noise is not refuted by one run this
-    # small (36 steps x 24 weights), which the docs state.
+    # claiming ε = 0.196) ε ≥ 0.527: refuted. Measured but not asserted (seed 0): at 200
+    # canaries noise x 0.5 and x 0.1 give ε ≥ 0.0 (not refuted); at 1000 canaries ε ≥ 0.209
+    # (x 0.5, refuted by a thin margin) and 0.757 (x 0.1).
     broken = audit_run(finished_run, canaries=200, noise_scale=0.0)
     assert broken.proven_refuted and broken.verdict == "PROVEN CLAIM REFUTED"
     assert broken.epsilon_lower_bound > 0.4 > broken.claimed_epsilon
