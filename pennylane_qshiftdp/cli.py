@@ -523,6 +523,16 @@ def _run_epsilon(args) -> int:
 
 
 # --------------------------------------------------------------------------- audit
+class _Seen(argparse.Action):
+    """A store action that records that its flag was given (``args._seen``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        seen = set(getattr(namespace, "_seen", ()))
+        seen.add(option_string)
+        namespace._seen = seen
+
+
 def _add_audit_parser(subparsers) -> None:
     """Register ``qshiftdp audit``: empirical privacy audit of one private step."""
     p = subparsers.add_parser(
@@ -537,31 +547,43 @@ def _add_audit_parser(subparsers) -> None:
         "from the shot lattice) and print split-half Clopper-Pearson and Gaussian-DP lower "
         "bounds on ε beside the claimed proven and credited ε, and the CEILING: the largest ε "
         "the trials could certify. A crashing or non-finite release is reported as a finding. "
-        "Exit status 1 if a proven claim is refuted.",
+        "Exit status 1 if a proven claim is refuted. With --run DIR: audit a finished "
+        "`qshiftdp train` run instead, end to end in one re-run of its configuration with "
+        "--canaries white-box gradient canaries (Steinke et al.'s one-run audit); writes "
+        "audit_run.json and audit_run.png to --output-dir.",
     )
-    p.add_argument("--credit", default="none",
+    p.add_argument("--run", default=None, metavar="DIR",
+                   help="audit the finished `qshiftdp train` run in DIR (its --output-dir): its "
+                   "saved configuration is trained again with gradient canaries and scored by "
+                   "the one-run estimator; DIR is only read. Not combinable with the one-step "
+                   "flags (--credit, --shots, --trials, ...)")
+    p.add_argument("--canaries", type=int, default=None,
+                   help="with --run: the number m of canaries, each included by a fair coin "
+                   "(default: 1000)")
+    p.add_argument("--credit", action=_Seen, default="none",
                    choices=["none", "depolarizing", "adaptive", "isotropic", "all"],
                    help="shot-noise credit mode; 'all' audits every credit mode and Opacus's "
                    "fixed (--clip-norm) and adaptive clipping (default: %(default)s)")
-    p.add_argument("--max-grad-norm", default="certified",
+    p.add_argument("--max-grad-norm", action=_Seen, default="certified",
                    help="'certified', 'adaptive' or a positive number (default: %(default)s)")
-    p.add_argument("--clip-norm", type=float, default=0.5,
+    p.add_argument("--clip-norm", action=_Seen, type=float, default=0.5,
                    help="fixed clip norm audited by --credit all (default: %(default)s)")
-    p.add_argument("--shots", type=int, nargs="+", default=[2],
+    p.add_argument("--shots", action=_Seen, type=int, nargs="+", default=[2],
                    help="shots Ns per shifted circuit; several values audit each (default: 2)")
-    p.add_argument("--background", nargs="+", choices=["shot", "zero"],
+    p.add_argument("--background", action=_Seen, nargs="+", choices=["shot", "zero"],
                    default=["shot", "zero"],
                    help="the other examples: 'shot' (maximal shot variance; the lattice score) "
                    "and/or 'zero' (zero gradients: the release on D is the DP noise alone); "
                    "default both")
-    p.add_argument("--trials", type=int, default=2000,
+    p.add_argument("--trials", action=_Seen, type=int, default=2000,
                    help="trials per data set (default: %(default)s)")
-    p.add_argument("--epsilon", type=float, default=2.0,
+    p.add_argument("--epsilon", action=_Seen, type=float, default=2.0,
                    help="target ε in nats (default: %(default)s)")
-    p.add_argument("--delta", type=float, default=1e-5, help="target δ (default: %(default)s)")
-    p.add_argument("--beta", type=float, default=1e-3,
+    p.add_argument("--delta", action=_Seen, type=float, default=1e-5,
+                   help="target δ (default: %(default)s)")
+    p.add_argument("--beta", action=_Seen, type=float, default=1e-3,
                    help="β of the adaptive and isotropic credits (default: %(default)s)")
-    p.add_argument("--depolarizing", type=float, default=None,
+    p.add_argument("--depolarizing", action=_Seen, type=float, default=None,
                    help="PennyLane DepolarizingChannel q before the measurement (default.mixed; "
                    "v_min proven by qprldp_core.certify_device); default 0.25 with --credit "
                    "depolarizing, else 0")
@@ -569,9 +591,47 @@ def _add_audit_parser(subparsers) -> None:
                    help="joint confidence of the lower bounds (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="seeds every trial (default: %(default)s)")
     p.add_argument("--output-dir", default=None,
-                   help="write audit.json and one score histogram (PNG) per configuration here")
+                   help="write audit.json and one score histogram (PNG) per configuration here "
+                   "(with --run: audit_run.json and audit_run.png)")
     _add_json_arg(p)
     p.set_defaults(func=_run_audit)
+
+
+def _run_audit_run(args) -> int:
+    """``qshiftdp audit --run DIR``: the one-run audit of a finished training run."""
+    from pathlib import Path
+
+    from .audit import audit_run, plot_one_run
+
+    seen = sorted(getattr(args, "_seen", ()))
+    if seen:
+        raise _CLIError(f"--run audits the finished run's own configuration; drop "
+                        f"{', '.join(seen)} (one-step audit flags).")
+    canaries = 1000 if args.canaries is None else args.canaries
+    if canaries < 2:
+        raise _CLIError(f"--canaries must be at least 2. Found {canaries}.")
+    if not 0.0 < args.confidence < 1.0:
+        raise _CLIError(f"--confidence must be in (0, 1). Found {args.confidence}.")
+    if args.output_dir is not None and not str(args.output_dir).strip():
+        raise _CLIError("--output-dir must name a directory. Found ''.")
+    r = audit_run(args.run, canaries=canaries, seed=args.seed, confidence=args.confidence)
+    doc = r.as_dict()
+    if args.output_dir is not None:
+        out = Path(args.output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "audit_run.json").write_text(json.dumps(doc, indent=2) + "\n",
+                                            encoding="utf-8")
+        plot_one_run(r, out / "audit_run.png")
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(str(r))
+        print(f"  δ = {r.delta:g}; {r.steps} steps at q = {r.sample_rate:.4g}; "
+              f"{r.parameters} parameters ({r.directions} canary directions); "
+              f"canaries sampled {r.canaries_sampled} times")
+        if args.output_dir is not None:
+            print(f"outputs: {args.output_dir}")
+    return 1 if r.proven_refuted else 0
 
 
 def _run_audit(args) -> int:
@@ -579,6 +639,10 @@ def _run_audit(args) -> int:
 
     from .audit import SETTING_MODES, audit_setting
 
+    if args.run is not None:
+        return _run_audit_run(args)
+    if args.canaries is not None:
+        raise _CLIError("--canaries needs --run DIR (the one-run audit of a training run).")
     if args.trials < 4:
         raise _CLIError(f"--trials must be at least 4 (half select the threshold, half "
                         f"evaluate it). Found {args.trials}.")

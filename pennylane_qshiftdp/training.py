@@ -347,7 +347,7 @@ def make_loss(name: str, n_classes: int, logit_scale: float = 5.0):
 
 
 def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
-          stop_after_epochs: int | None = None) -> TrainResult:
+          stop_after_epochs: int | None = None, private_hook=None) -> TrainResult:
     """Train the default quantum classifier privately; write ledger, metrics and plots.
 
     Args:
@@ -355,6 +355,11 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
         progress: show a tqdm progress bar.
         resume: continue from ``config.output_dir``'s checkpoint (same config required).
         stop_after_epochs: stop after this many epochs in total (simulates an interruption).
+        private_hook: ``None`` in normal use. A callable ``hook(model, optimizer, loader)``
+            called once with what :func:`~pennylane_qshiftdp.make_private` returned, before the
+            first step (private runs only): the seam through which
+            :func:`~pennylane_qshiftdp.audit.audit_run` injects its gradient canaries into
+            the job's own optimizer. Whatever it changes is outside the privacy guarantee.
 
     Returns:
         TrainResult: test accuracy, spent ε, the privacy statement, per-epoch metrics.
@@ -479,6 +484,8 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
         if not data.data_dependent_preprocessing and data.preprocessing:
             opt.ledger.extra_update({"preprocessing": data.preprocessing})
         noise_gen, sampler_gen = opt.generator, train_loader.batch_sampler.generator
+        if private_hook is not None:
+            private_hook(pmodel, opt, train_loader)
     else:
         pmodel, opt = model, sgd
         sampler_gen = torch.Generator()

@@ -14,14 +14,17 @@ one concept per module:
 * :mod:`~pennylane_qshiftdp.audit.white_box`: the seam — :func:`audit_release` audits any
   ``release(dataset, seed)``; :func:`audit_optimizer` and :func:`audit_optimizer_one_run` audit
   any DP optimizer class (the product's, Opacus's, or a subclass) with crafted gradient canaries.
+* :mod:`~pennylane_qshiftdp.audit.run`: :func:`audit_run` re-runs a finished ``qshiftdp train``
+  job with one-run gradient canaries (``qshiftdp audit --run DIR``).
 * :mod:`~pennylane_qshiftdp.audit.plot`: score histograms with the thresholds.
 
 See docs/audit.md for what each estimator assumes and what its ceiling means.
 """
 
 from .one_step import BACKGROUNDS, SCORES, SETTING_MODES, audit_one_step, audit_setting
-from .plot import plot_audit
+from .plot import plot_audit, plot_one_run
 from .result import ESTIMATORS, AuditResult, analyse_releases
+from .run import RUN_FILES, audit_run
 from .scores import lattice_score, projection_score
 from .statistics import (
     ONE_RUN_GUESS_FRACTIONS,
@@ -55,6 +58,7 @@ __all__ = [
     "BACKGROUNDS",
     "ESTIMATORS",
     "ONE_RUN_GUESS_FRACTIONS",
+    "RUN_FILES",
     "SCORES",
     "SETTING_MODES",
     "AuditResult",
@@ -67,6 +71,7 @@ __all__ = [
     "audit_optimizer",
     "audit_optimizer_one_run",
     "audit_release",
+    "audit_run",
     "audit_setting",
     "clopper_pearson_lower",
     "clopper_pearson_upper",
@@ -83,6 +88,7 @@ __all__ = [
     "one_run_p_value",
     "optimizer_release",
     "plot_audit",
+    "plot_one_run",
     "projection_score",
     "split_half_bound",
     "zero_background",

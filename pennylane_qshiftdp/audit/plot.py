@@ -8,7 +8,7 @@ import numpy as np
 
 from .result import AuditResult
 
-__all__ = ["plot_audit"]
+__all__ = ["plot_audit", "plot_one_run"]
 
 
 def plot_audit(result: AuditResult, path) -> None:
@@ -67,6 +67,62 @@ def plot_audit(result: AuditResult, path) -> None:
                  f"{f(result.credited_epsilon)} (credited); audited ε ≥ "
                  f"{result.epsilon_lower_bound:.3f} (ceiling {ceiling}) — {result.verdict}",
                  fontsize=10)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_one_run(result, path) -> None:
+    r"""Histogram of a one-run audit's canary scores, included vs excluded, with the guesses.
+
+    The scores of the canaries whose coin included them and of those it left out, and the
+    thresholds of the best guess of :func:`~pennylane_qshiftdp.audit.one_run_bound`: scores at
+    or above ``thresholds["in"]`` were guessed in, at or below ``thresholds["out"]`` out. The
+    title gives the claim, the bound and the ceiling. Matplotlib's Agg backend (no display).
+
+    Args:
+        result: a :class:`~pennylane_qshiftdp.audit.OneRunResult` with ``scores`` and
+            ``included`` (as :func:`~pennylane_qshiftdp.audit.audit_run` returns).
+        path: the PNG file to write (parent directories are created).
+    """
+    from pathlib import Path
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    s = np.asarray(result["scores"], dtype=float)
+    inc = np.asarray(result["included"], dtype=bool)
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    ok = np.isfinite(s)
+    if ok.any():
+        lo, hi = float(s[ok].min()), float(s[ok].max())
+        bins = np.linspace(lo, hi if hi > lo else lo + 1.0, 51)
+        ax.hist(s[ok & ~inc], bins=bins, alpha=0.55, color="tab:blue",
+                label=f"canaries left out ({int((~inc).sum())})")
+        ax.hist(s[ok & inc], bins=bins, alpha=0.55, color="tab:orange",
+                label=f"canaries included ({int(inc.sum())})")
+    th = result.get("thresholds") or {}
+    bound = result.get("bound")
+    if th.get("in") is not None:
+        k = getattr(bound, "k_positive", None)
+        ax.axvline(th["in"], color="k", ls="--", label=f"guess in: top {k} (score ≥ this)")
+    if th.get("out") is not None:
+        k = getattr(bound, "k_negative", None)
+        ax.axvline(th["out"], color="tab:red", ls=":",
+                   label=f"guess out: bottom {k} (score ≤ this)")
+    ax.set(xlabel="canary score (update projected on the canary's clipped gradient)",
+           ylabel="canaries")
+    ax.legend(fontsize=7)
+    claim = result.get("claimed_epsilon")
+    claim = "-" if claim is None else f"{claim:.3f}"
+    correct = "" if bound is None else f", {bound.correct}/{bound.guesses} guesses right"
+    ax.set_title(f"one run, {result['canaries']} canaries, {result['steps']} steps: claimed "
+                 f"ε {claim}; audited ε ≥ {result['epsilon_lower_bound']:.3f} (ceiling "
+                 f"{result['ceiling']:.2f}){correct}\n{result['verdict']}", fontsize=8)
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
