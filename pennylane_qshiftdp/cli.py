@@ -27,16 +27,12 @@ import math
 import sys
 from collections.abc import Sequence
 
-from pennylane.exceptions import DeviceError
-
-from .calibration import (
-    ACCOUNTANTS,
-    calibrate_noise_multiplier,
-    compute_epsilon,
-    epochs_to_steps,
-)
-
 __all__ = ["build_parser", "main"]
+
+#: ``--accountant`` choices (the keys of ``calibration.ACCOUNTANTS``; a test checks they agree).
+#: The parser is built without importing torch, PennyLane or Opacus: ``qshiftdp --help`` and
+#: argument errors are fast, and each handler imports what it runs.
+ACCOUNTANT_CHOICES = ("rdp", "prv")
 
 PROG = "qshiftdp"
 
@@ -82,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
 # --------------------------------------------------------------------------- train (hook)
 def _add_train_parser(subparsers) -> None:
     """Register ``qshiftdp train``: private training of the quantum classifier."""
-    from .training import TrainConfig
+    from .train_config import TrainConfig
 
     d = TrainConfig()
     p = subparsers.add_parser(
@@ -410,6 +406,8 @@ def _sample_rate_from(args) -> float:
 
 
 def _run_noise(args) -> int:
+    from .calibration import calibrate_noise_multiplier, compute_epsilon, epochs_to_steps
+
     q = _sample_rate_from(args)
     if args.epochs is not None:
         steps = epochs_to_steps(epochs=args.epochs, sample_rate=q)
@@ -492,6 +490,8 @@ def _add_epsilon_parser(subparsers) -> None:
 
 
 def _run_epsilon(args) -> int:
+    from .calibration import compute_epsilon
+
     eps = compute_epsilon(
         noise_multiplier=args.noise_multiplier,
         sample_rate=args.sample_rate,
@@ -734,7 +734,7 @@ def _print_audit_table(results) -> None:
 def _add_accountant_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--accountant",
-        choices=tuple(ACCOUNTANTS),
+        choices=ACCOUNTANT_CHOICES,
         default="rdp",
         help="Opacus accountant: rdp (default) or prv (tighter, slower)",
     )
@@ -742,6 +742,12 @@ def _add_accountant_arg(p: argparse.ArgumentParser) -> None:
 
 def _add_json_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _is_device_error(err: Exception) -> bool:
+    """A PennyLane ``DeviceError`` (a usage error: the device cannot run the request)."""
+    exceptions = sys.modules.get("pennylane.exceptions")
+    return exceptions is not None and isinstance(err, exceptions.DeviceError)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -760,7 +766,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code) if isinstance(exc.code, int) else 2
     try:
         return int(args.func(args))
-    except (_CLIError, ValueError, TypeError, NotImplementedError, DeviceError) as err:
+    except (_CLIError, ValueError, TypeError, NotImplementedError) as err:
+        print(f"{PROG} {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:
+        if not _is_device_error(err):
+            raise
         print(f"{PROG} {args.command}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

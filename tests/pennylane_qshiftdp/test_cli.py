@@ -432,3 +432,27 @@ def test_train_clip_above_the_certified_bound_warns(capsys, tmp_path):
                                          r"bound Δ = 2.44949 .* 4.08e\+08 times"):
         code = main([*_TINY_ARGS, "--max-grad-norm", "1e9", "--output-dir", str(tmp_path)])
     assert code == 0, capsys.readouterr().err
+
+
+def test_help_and_argument_errors_import_no_heavy_package():
+    """``qshiftdp --help``, each subcommand's --help and a usage error need neither torch,
+    PennyLane, Opacus nor SciPy (they answer in well under a second)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from pennylane_qshiftdp.cli import main\n"
+            "codes = [main(a) for a in (['--help'], ['train', '--help'], ['audit', '--help'],"
+            " ['noise', '--help'], ['epsilon', '--help'], ['train', '--bogus'])]\n"
+            "print(codes, [m for m in ('torch', 'pennylane', 'opacus', 'scipy') "
+            "if m in sys.modules])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "[0, 0, 0, 0, 0, 2] []"
+
+
+def test_accountant_choices_are_the_calibration_accountants():
+    from pennylane_qshiftdp import calibration, cli
+
+    assert cli.ACCOUNTANT_CHOICES == tuple(calibration.ACCOUNTANTS)
