@@ -238,3 +238,13 @@ def test_bench_shots(tmp_path):
     # training shots scale with Ns: the same circuits at 10 shots each
     run = next(r for r in data["runs"] if r["shots"] == "10")
     assert run["training_shots"] % 10 == 0 and run["training_shots"] > 0
+
+
+@pytest.mark.slow
+def test_bench_job(tmp_path):
+    """One round of one epoch: both processes run, the ratio is their wall times' ratio."""
+    _module("bench_job").main(["--rounds", "1", "--epochs", "1", "--out", str(tmp_path)])
+    data = json.loads((tmp_path / "bench_job.json").read_text())
+    [row] = data["rounds"]
+    assert row["private_s"] > 0 and row["reference_s"] > 0
+    assert data["median_ratio"] == pytest.approx(row["private_s"] / row["reference_s"])
