@@ -16,6 +16,8 @@ Opacus, and the library's names never import the application (``data``, ``models
 """
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the static view (type checkers, the API docs); at run time: __getattr__
@@ -94,6 +96,20 @@ def __getattr__(name: str):
 
 def __dir__() -> list:
     return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """The package module: the submodule :mod:`.sensitivity` shares its name with the public
+    function :func:`sensitivity`; when the import system binds the submodule on the package
+    (whoever imports it first), the function is bound instead, as the eager import did."""
+
+    def __setattr__(self, name, value):
+        if name == "sensitivity" and isinstance(value, types.ModuleType):
+            value = value.sensitivity
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 __version__ = "0.1.0.dev0"

@@ -68,3 +68,13 @@ def test_the_static_imports_match_the_lazy_table():
     lazy = {**{k: v or k for k, v in qs._LIBRARY.items()}, **qs._APPLICATION}
     assert static == lazy
     assert sorted(lazy) == sorted(qs.__all__)
+
+
+@pytest.mark.parametrize("first", ["import pennylane_qshiftdp.engine",
+                                   "import pennylane_qshiftdp.sensitivity",
+                                   "pennylane_qshiftdp.make_private"])
+def test_sensitivity_is_the_function_whoever_loads_the_submodule_first(first):
+    out = _run(f"import pennylane_qshiftdp\n{first}\n"
+               "import pennylane_qshiftdp as qs\n"
+               "print(callable(qs.sensitivity), type(qs.sensitivity).__name__)")
+    assert out.strip() == "True function"
