@@ -25,6 +25,7 @@ import argparse
 import json
 import math
 import sys
+import warnings
 from collections.abc import Sequence
 
 __all__ = ["build_parser", "main"]
@@ -308,7 +309,10 @@ def _run_train(args) -> int:
         fields["eval_shots"] = None
     config = TrainConfig(**fields)
     try:
-        result = train(config, progress=not args.no_progress, resume=args.resume)
+        with warnings.catch_warnings():  # printed below as a WARNING line, not twice
+            warnings.filterwarnings("ignore", message="the classifier predicts the majority",
+                                    category=UserWarning)
+            result = train(config, progress=not args.no_progress, resume=args.resume)
     except (ValueError, TypeError, NotImplementedError) as err:
         raise _CLIError(_flag_names(str(err))) from err
     print()
@@ -317,9 +321,16 @@ def _run_train(args) -> int:
     if result.stopped_early:
         print(f"Stopped early: {result.stopped_early}")
     print(f"classes: {result.n_classes}; label mapping: {result.label_mapping}")
-    print(f"test accuracy: {result.test_accuracy:.4f} (evaluated "
+    k = max(result.n_classes, 2)
+    imbalanced = result.test_majority_rate > 1.0 / k + 0.05  # NaN (no test split): False
+    print(f"test accuracy: {result.test_accuracy:.4f}"
+          + (f", balanced accuracy: {result.test_balanced_accuracy:.4f} (imbalanced test split: "
+             f"majority-class rate {result.test_majority_rate:.4f})" if imbalanced else "")
+          + f" (evaluated "
           f"{'analytically' if config.eval_shots is None else f'with {config.eval_shots} shots'}"
-          f" on {result.device})")
+          f" on {result.device}, on the {result.test_examples} held-out test examples)")
+    if result.majority_warning:
+        print(f"WARNING: {result.majority_warning}")
     diag = config.diagnostics  # data-dependent numbers only when asked for, marked
     if result.shots is None:
         print("training shots: 0 (analytic)")

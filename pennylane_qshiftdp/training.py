@@ -58,6 +58,13 @@ class TrainResult:
     label_mapping: str = ""  # e.g. "'setosa' → 0, 'versicolor' → 1, 'virginica' → 2"
     # with diagnostics=True: what the statement reports from the private batches (NOT protected)
     diagnostics: dict | None = None
+    # sklearn.metrics.balanced_accuracy_score of the final weights on the held-out test split
+    test_balanced_accuracy: float = math.nan
+    # share of the held-out test split's most frequent class (what always predicting it scores)
+    test_majority_rate: float = math.nan
+    test_examples: int = 0  # size of the held-out test split
+    # set when the final test accuracy is within MAJORITY_TOLERANCE of test_majority_rate
+    majority_warning: str | None = None
 
 
 #: From this many qubits on, ``device="auto"`` picks lightning.qubit: the measured crossover of
@@ -143,8 +150,23 @@ DIAGNOSTIC_STEP_FIELDS = ("batch_examples", "clipped", "clipped_fraction",
                           "credited_variance_mean", "shot_variance_estimate_mean",
                           "shot_variance_lower_bound_mean", "gradient_snr")
 #: Per-epoch fields written by default: the step count and proven ε (data-independent), and the
-#: test accuracy and loss of the released weights on the held-out split (post-processing).
-PUBLIC_EPOCH_FIELDS = ("epoch", "steps", "epsilon", "test_accuracy", "test_loss")
+#: test accuracy, balanced accuracy and loss of the released weights on the held-out split
+#: (post-processing).
+PUBLIC_EPOCH_FIELDS = ("epoch", "steps", "epsilon", "test_accuracy", "test_balanced_accuracy",
+                       "test_loss")
+#: A final test accuracy within this of the test split's majority-class rate warns that the
+#: classifier predicts the majority class (does no better than always answering it).
+MAJORITY_TOLERANCE = 0.01
+#: What the test-split numbers of ``metrics.json`` are computed on (its ``"test_split"`` key).
+TEST_SPLIT_NOTE = (
+    "held out: a stratified, seeded train/test split made before training; its examples are "
+    "never trained on. test_accuracy, test_balanced_accuracy (sklearn.metrics."
+    "balanced_accuracy_score: the mean per-class recall) and test_loss are the released "
+    "weights evaluated on it (post-processing of the DP release); test_majority_rate is the "
+    "share of its most frequent class, a property of the held-out labels. The guarantee covers "
+    "the training examples only, not the test examples: these numbers are not protected for "
+    "them (and, the split being stratified, the test class shares equal the whole data set's "
+    "up to rounding)")
 #: Per-epoch fields computed from the private batches (``diagnostics.json`` only): the credited
 #: ε, the shots executed (they grow with the Poisson batch sizes) and the wall time.
 DIAGNOSTIC_EPOCH_FIELDS = ("credited_epsilon", "training_shots", "elapsed_s")
@@ -248,14 +270,64 @@ def _accuracy(model, x, y):
     return _evaluate(model, x, y)[0]
 
 
-def _evaluate(model, x, y, loss_fn=None):
-    """Test accuracy and, with ``loss_fn``, the mean test loss, from one forward pass."""
+def _predict(model, x, dtype=torch.float64):
+    """Predicted labels: the sign for one output (labels ±1), else the argmax (indices)."""
     with torch.no_grad():
         out = model(x)
-        pred = (torch.where(out >= 0, 1.0, -1.0) if out.ndim == 1
-                else out.argmax(dim=1).to(y.dtype))
+    pred = torch.where(out >= 0, 1.0, -1.0) if out.ndim == 1 else out.argmax(dim=1).to(dtype)
+    return out, pred
+
+
+def _evaluate(model, x, y, loss_fn=None):
+    """Test accuracy, balanced accuracy and, with ``loss_fn``, the mean test loss, from one
+    forward pass (balanced accuracy: :func:`sklearn.metrics.balanced_accuracy_score`)."""
+    from sklearn.metrics import balanced_accuracy_score
+
+    out, pred = _predict(model, x, y.dtype)
+    with torch.no_grad():
         loss = float(loss_fn(out, y).mean()) if loss_fn is not None and len(y) else None
-    return float((pred == y).double().mean()), loss
+    if not len(y):
+        return math.nan, math.nan, loss
+    with warnings.catch_warnings():  # a class never predicted / absent: sklearn's own warning
+        warnings.simplefilter("ignore", UserWarning)
+        balanced = float(balanced_accuracy_score(y.numpy(), pred.numpy()))
+    return float((pred == y).double().mean()), balanced, loss
+
+
+def majority_rate(y) -> float:
+    """Share of the most frequent label in ``y`` (the accuracy of always predicting it).
+
+    Example:
+        >>> majority_rate(np.array([1.0, -1.0, 1.0, 1.0]))
+        0.75
+    """
+    y = np.asarray(y)
+    if not y.size:
+        return math.nan
+    return float(np.unique(y, return_counts=True)[1].max() / y.size)
+
+
+def majority_class_warning(test_accuracy: float, rate: float,
+                           balanced_accuracy: float = math.nan) -> str | None:
+    """The warning text when ``test_accuracy`` is within :data:`MAJORITY_TOLERANCE` of the
+    test split's majority-class ``rate``; ``None`` otherwise.
+
+    Example:
+        >>> majority_class_warning(0.63, 0.627)[:44]
+        'the classifier predicts the majority class: '
+        >>> majority_class_warning(0.9, 0.627) is None
+        True
+    """
+    if not (math.isfinite(test_accuracy) and math.isfinite(rate)) or \
+            abs(test_accuracy - rate) > MAJORITY_TOLERANCE + 1e-12:
+        return None
+    bal = (f" (balanced accuracy {balanced_accuracy:.4f})"
+           if math.isfinite(balanced_accuracy) else "")
+    return (f"the classifier predicts the majority class: the final test accuracy "
+            f"{test_accuracy:.4f}{bal} is within {MAJORITY_TOLERANCE} of the held-out test "
+            f"split's majority-class rate {rate:.4f}, what always answering the most frequent "
+            f"class scores. It has learned little or nothing; try more epochs, a larger "
+            f"learning rate or a larger epsilon.")
 
 
 def make_loss(name: str, n_classes: int, logit_scale: float = 5.0):
@@ -514,12 +586,13 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
         training_shots += int(tracker.totals.get("shots", 0) if sampling == "device" else
                               tracker.totals.get("executions", 0) * (shots or 0))
         eval_model.load_state_dict(model.state_dict())
-        acc, test_loss = _evaluate(eval_model, x_test, y_test, loss_fn)
+        acc, balanced, test_loss = _evaluate(eval_model, x_test, y_test, loss_fn)
         row = {"epoch": epoch + 1, "steps": (epoch + 1) * len(train_loader) if not private
                else len(records),
                "epsilon": opt.ledger.epsilon if private else math.inf,
                "credited_epsilon": opt.ledger.credited_epsilon if private else math.inf,
-               "test_accuracy": acc, "test_loss": test_loss, "training_shots": training_shots,
+               "test_accuracy": acc, "test_balanced_accuracy": balanced,
+               "test_loss": test_loss, "training_shots": training_shots,
                "elapsed_s": time.perf_counter() - t0}
         metrics.append(row)
         bar.set_postfix(acc=f"{acc:.3f}", eps=f"{row['epsilon']:.3f}")
@@ -545,9 +618,18 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
     if private:
         opt.ledger.extra_update({"shots_per_circuit": shots, "device": device,
                                  "shot_sampling": sampling})
+    if metrics and metrics[-1].get("test_balanced_accuracy") is not None:
+        final_acc, final_bal = metrics[-1]["test_accuracy"], metrics[-1]["test_balanced_accuracy"]
+    else:  # no epoch ran (or a checkpoint written before balanced accuracy was recorded)
+        eval_model.load_state_dict(model.state_dict())
+        final_acc, final_bal, _ = _evaluate(eval_model, x_test, y_test)
+    rate = majority_rate(data.y_test)
+    stuck = majority_class_warning(final_acc, rate, final_bal)
+    if stuck is not None:
+        warnings.warn(stuck, UserWarning, stacklevel=2)
     result = TrainResult(
-        test_accuracy=metrics[-1]["test_accuracy"] if metrics else _accuracy(model, x_test,
-                                                                             y_test),
+        test_accuracy=final_acc, test_balanced_accuracy=final_bal, test_majority_rate=rate,
+        test_examples=int(len(data.y_test)), majority_warning=stuck,
         epsilon=opt.ledger.epsilon if private else math.inf,
         credited_epsilon=opt.ledger.credited_epsilon if private else math.inf,
         steps=opt.ledger.steps if private else last * len(train_loader),
@@ -704,7 +786,11 @@ def write_outputs(result: TrainResult, ledger: PrivacyLedger | None, out_dir: Pa
                      "noise added, the clip norm) or computed from the released weights "
                      "(test-split metrics); data-dependent diagnostics are only ever in "
                      "diagnostics.json",
-        "test_accuracy": result.test_accuracy, "epsilon": result.epsilon,
+        "test_split": {"examples": result.test_examples, "note": TEST_SPLIT_NOTE},
+        "test_accuracy": result.test_accuracy,
+        "test_balanced_accuracy": result.test_balanced_accuracy,
+        "test_majority_rate": result.test_majority_rate,
+        "majority_class_warning": result.majority_warning, "epsilon": result.epsilon,
         "steps": result.steps, "shots_per_circuit": result.shots, "device": result.device,
         "per_epoch": epochs, "per_step": records, "diagnostics": diagnostics,
         "stopped_early": result.stopped_early})
@@ -715,11 +801,19 @@ def write_outputs(result: TrainResult, ledger: PrivacyLedger | None, out_dir: Pa
             writer.writerows(epochs)
     fig, ax = plt.subplots(1, 3, figsize=(14, 4))
     steps_at_epoch = [m["steps"] or 0 for m in epochs]
+    k = max(result.n_classes, 2)
     ax[0].plot(steps_at_epoch, [m["test_accuracy"] for m in epochs], "o-",
                label="test accuracy")
-    ax[0].axhline(1.0 / max(result.n_classes, 2), ls="-.", c="grey",
-                  label=f"chance (1/{max(result.n_classes, 2)})")
-    ax[0].set(xlabel="steps", ylabel="test accuracy", title="Test accuracy", ylim=(0, 1.02))
+    if any(m.get("test_balanced_accuracy") is not None for m in epochs):
+        ax[0].plot(steps_at_epoch, [m.get("test_balanced_accuracy") for m in epochs], "s--",
+                   ms=4, label="test balanced accuracy")
+    if math.isfinite(result.test_majority_rate):  # what always answering one class scores
+        ax[0].axhline(result.test_majority_rate, ls="-.", c="grey",
+                      label=f"majority class of the test split ({result.test_majority_rate:.3f})")
+    ax[0].axhline(1.0 / k, ls=":", c="silver",
+                  label=f"1/{k} (balanced accuracy of any constant answer)")
+    ax[0].set(xlabel="steps", ylabel="accuracy on the held-out test split",
+              title="Test accuracy", ylim=(0, 1.02))
     ax[0].legend(fontsize=7, loc="lower right")
     losses = [(st, m.get("test_loss")) for st, m in zip(steps_at_epoch, epochs, strict=True)
               if m.get("test_loss") is not None]

@@ -232,3 +232,15 @@ def test_report_images_exist():
     for target in targets:
         assert (RESULTS.parent / target).is_file(), target
     assert math.isfinite(len(targets))
+
+
+def test_guide_outputs_list_names_every_metrics_key():
+    from pennylane_qshiftdp.training import PUBLIC_EPOCH_FIELDS
+
+    lines = GUIDE.read_text(encoding="utf-8").splitlines()
+    row = next(r for r in lines if r.startswith("| `metrics.json`, `metrics.csv`"))
+    keys = (*PUBLIC_EPOCH_FIELDS, "test_majority_rate", "majority_class_warning", "test_split")
+    missing = [k for k in keys if f"`{k}`" not in row]
+    assert not missing, missing
+    plot = next(r for r in lines if r.startswith("| `accuracy_epsilon.png`"))
+    assert "`test_majority_rate`" in plot

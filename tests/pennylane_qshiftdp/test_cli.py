@@ -456,3 +456,32 @@ def test_accountant_choices_are_the_calibration_accountants():
     from pennylane_qshiftdp import calibration, cli
 
     assert cli.ACCOUNTANT_CHOICES == tuple(calibration.ACCOUNTANTS)
+
+
+def test_train_warns_when_it_predicts_the_majority_class(capsys, tmp_path):
+    """breast_cancer (test split 90 of 143 benign) with the tiny settings ends predicting one
+    class: the result line adds the balanced accuracy, and a WARNING line says so (once)."""
+    code = main([*_TINY_ARGS, "--dataset", "breast_cancer", "--output-dir",
+                 str(tmp_path / "r")])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    metrics = json.loads((tmp_path / "r" / "metrics.json").read_text())
+    line = next(s for s in out.out.splitlines() if s.startswith("test accuracy:"))
+    assert (f"balanced accuracy: {metrics['test_balanced_accuracy']:.4f} (imbalanced test "
+            f"split: majority-class rate {90 / 143:.4f})") in line
+    assert "on the 143 held-out test examples" in line
+    warning = [s for s in out.out.splitlines() if s.startswith("WARNING:")]
+    assert warning == [f"WARNING: {metrics['majority_class_warning']}"]
+    assert "the classifier predicts the majority class" in warning[0]
+    assert f"majority-class rate {90 / 143:.4f}" in warning[0]
+    assert "predicts the majority class" not in out.err  # not printed a second time
+
+
+def test_train_balanced_split_prints_no_balanced_accuracy(capsys, tmp_path):
+    """digits 0 vs 1 (45/45 test examples): the result line is the plain accuracy."""
+    code = main([*_TINY_ARGS, "--qubits", "4", "--layers", "2", "--output-dir",
+                 str(tmp_path / "r")])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    line = next(s for s in out.out.splitlines() if s.startswith("test accuracy:"))
+    assert "balanced accuracy" not in line and "WARNING: the classifier" not in out.out

@@ -3,6 +3,8 @@
 import json
 import re
 import shutil
+import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -381,7 +383,12 @@ def test_default_outputs_of_neighbouring_data_sets_differ_only_in_the_dp_release
                ("metrics.json", "test_accuracy"),
                ("metrics.json", "per_epoch", "*", "test_accuracy"),
                ("metrics.json", "per_epoch", "*", "test_loss"),
-               ("metrics.csv", "*", "test_accuracy"), ("metrics.csv", "*", "test_loss")}
+               ("metrics.csv", "*", "test_accuracy"), ("metrics.csv", "*", "test_loss"),
+               ("checkpoint.pt", "metrics", "*", "test_balanced_accuracy"),
+               ("metrics.json", "test_balanced_accuracy"),
+               ("metrics.json", "per_epoch", "*", "test_balanced_accuracy"),
+               ("metrics.csv", "*", "test_balanced_accuracy"),
+               ("metrics.json", "majority_class_warning")}  # a function of the two numbers
     public_n = {(f, *p) for f in ("ledger.json",) for p in (
         ("dataset_size",), ("extra", "provenance", "training_examples"))} | {
         ("checkpoint.pt", "ledger", "dataset_size"),
@@ -391,6 +398,10 @@ def test_default_outputs_of_neighbouring_data_sets_differ_only_in_the_dp_release
     assert diff <= release | public_n, diff - release - public_n
     assert ("checkpoint.pt", "model", "qlayer.weights", "*", "*", "*") in diff  # it trained
     assert ("privacy_statement.txt", "Sampling") in diff  # N = 270 vs 269, stated as public
+    # the held-out split is the same in both worlds: its majority rate and size do not move
+    assert not diff & {("metrics.json", "test_majority_rate"),
+                       ("metrics.json", "test_split", "examples")}
+    assert ("metrics.json", "test_majority_rate") in a
     # the plot is a function of the public records only: redrawn from them, byte for byte
     from pennylane_qshiftdp.training import TrainResult, write_outputs
 
@@ -398,7 +409,7 @@ def test_default_outputs_of_neighbouring_data_sets_differ_only_in_the_dp_release
         test_accuracy=metrics["test_accuracy"], epsilon=metrics["epsilon"],
         steps=metrics["steps"], statement="", metrics=metrics["per_epoch"],
         step_records=metrics["per_step"], weights=np.zeros(1), output_dir=None,
-        n_classes=d.n_classes)
+        n_classes=d.n_classes, test_majority_rate=metrics["test_majority_rate"])
     write_outputs(redrawn, None, tmp_path / "redrawn")
     assert ((tmp_path / "redrawn" / "accuracy_epsilon.png").read_bytes()
             == (tmp_path / "D" / "accuracy_epsilon.png").read_bytes())
@@ -560,3 +571,128 @@ def test_plan_shots_closed_form():
     with pytest.raises(ValueError, match=re.escape("`fraction` must be in (0, 1]. Found 2.0.")):
         plan_shots(per_example_shot_variance=1.0, noise_multiplier=1.0, clip_norm=1.0,
                    expected_batch_size=1, fraction=2.0)
+
+
+# ------------------------------------------------- honest outputs: majority class, balanced acc
+def _predictions(r, cfg):
+    """The final weights' predicted labels on the job's held-out test split (analytic)."""
+    from pennylane_qshiftdp.data import load_dataset
+    from pennylane_qshiftdp.models import QuantumClassifier
+
+    data = load_dataset(cfg.dataset, n_features=cfg.qubits, seed=cfg.seed,
+                        test_size=cfg.test_size)
+    model = QuantumClassifier(cfg.qubits, cfg.layers, device="default.qubit", shots=None)
+    with torch.no_grad():
+        model.qlayer.weights.copy_(torch.as_tensor(r.weights))
+        out = model(torch.as_tensor(data.X_test))
+    return data.y_test, np.where(out.numpy() >= 0, 1.0, -1.0)
+
+
+def _mean_recall(y, pred):
+    """Balanced accuracy in closed form: the mean over the true classes of their recall."""
+    return float(np.mean([np.mean(pred[y == c] == c) for c in np.unique(y)]))
+
+
+def test_majority_class_warning_fires_on_a_stuck_run(tmp_path):
+    """TINY (2 qubits, 1 layer, 2 epochs) on digits 0 vs 1 ends predicting +1 for every test
+    example: accuracy = the majority-class rate 45/90, and the run says so."""
+    cfg = TrainConfig(**TINY, output_dir=str(tmp_path / "r"))
+    with pytest.warns(UserWarning, match="the classifier predicts the majority class") as rec:
+        r = train(cfg, progress=False)
+    y, pred = _predictions(r, cfg)
+    assert np.unique(pred).tolist() == [1.0]  # really one class
+    assert r.test_majority_rate == pytest.approx(0.5) == np.mean(y == 1.0)
+    assert r.test_accuracy == pytest.approx(r.test_majority_rate)
+    assert r.test_balanced_accuracy == pytest.approx(0.5)  # any constant answer: 1/K
+    msg = [str(w.message) for w in rec if "majority class" in str(w.message)]
+    assert len(msg) == 1 and msg[0] == r.majority_warning
+    assert "test accuracy 0.5000" in msg[0] and "majority-class rate 0.5000" in msg[0]
+    metrics = json.loads((tmp_path / "r" / "metrics.json").read_text())
+    assert metrics["majority_class_warning"] == r.majority_warning
+    assert metrics["test_majority_rate"] == r.test_majority_rate
+    assert metrics["test_split"]["examples"] == r.test_examples == len(y) == 90
+    assert "never trained on" in metrics["test_split"]["note"]
+
+
+def test_balanced_accuracy_is_sklearns_and_a_learning_run_does_not_warn(tmp_path):
+    """The default job's model (4 qubits, 2 layers) on digits learns in one epoch: no warning;
+    the balanced accuracy is sklearn's on the final predictions (and the mean recall)."""
+    import csv
+
+    from sklearn.metrics import balanced_accuracy_score
+
+    cfg = TrainConfig(**{**TINY, "qubits": 4, "layers": 2, "epochs": 1},
+                      output_dir=str(tmp_path / "r"))
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        r = train(cfg, progress=False)
+    assert not [w for w in rec if "majority class" in str(w.message)]
+    assert r.majority_warning is None and r.test_accuracy > r.test_majority_rate + 0.3
+    y, pred = _predictions(r, cfg)
+    assert len(np.unique(pred)) == 2
+    assert r.test_accuracy == pytest.approx(np.mean(pred == y))
+    assert r.test_balanced_accuracy == pytest.approx(balanced_accuracy_score(y, pred))
+    assert r.test_balanced_accuracy == pytest.approx(_mean_recall(y, pred))
+    assert r.metrics[-1]["test_balanced_accuracy"] == r.test_balanced_accuracy
+    metrics = json.loads((tmp_path / "r" / "metrics.json").read_text())
+    assert metrics["test_balanced_accuracy"] == r.test_balanced_accuracy
+    assert metrics["per_epoch"][-1]["test_balanced_accuracy"] == r.test_balanced_accuracy
+    assert metrics["majority_class_warning"] is None
+    with open(tmp_path / "r" / "metrics.csv", newline="") as fh:
+        row = list(csv.DictReader(fh))[-1]
+    assert float(row["test_balanced_accuracy"]) == pytest.approx(r.test_balanced_accuracy)
+
+
+def _capture_figures(monkeypatch):
+    """Keep every figure write_outputs saves (by file name) instead of only writing it."""
+    import matplotlib.figure
+
+    saved, original = {}, matplotlib.figure.Figure.savefig
+
+    def savefig(fig, path, *args, **kwargs):
+        saved[Path(path).name] = fig
+        return original(fig, path, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", savefig)
+    return saved
+
+
+def _lines(fig):
+    return {ln.get_label(): ln for ln in fig.axes[0].get_lines()}
+
+
+def test_accuracy_plot_draws_the_test_splits_majority_rate(monkeypatch, tmp_path):
+    """breast_cancer (imbalanced: 90 of 143 test examples benign): the accuracy panel draws the
+    majority-class rate of the test split, not 1/2 as "chance", and the balanced accuracy."""
+    from sklearn.metrics import balanced_accuracy_score
+
+    from pennylane_qshiftdp.training import TrainResult, write_outputs
+
+    saved = _capture_figures(monkeypatch)
+    cfg = TrainConfig(**{**TINY, "dataset": "breast_cancer", "epochs": 1},
+                      output_dir=str(tmp_path / "r"))
+    with warnings.catch_warnings():  # this short run may well end at the majority class
+        warnings.simplefilter("ignore", UserWarning)
+        r = train(cfg, progress=False)
+    y, pred = _predictions(r, cfg)
+    rate = np.unique(y, return_counts=True)[1].max() / len(y)
+    assert rate == pytest.approx(90 / 143) and r.test_majority_rate == pytest.approx(rate)
+    assert r.test_balanced_accuracy == pytest.approx(balanced_accuracy_score(y, pred))
+    lines = _lines(saved["accuracy_epsilon.png"])
+    majority = lines[f"majority class of the test split ({rate:.3f})"]
+    assert np.allclose(majority.get_ydata(), rate)
+    assert np.allclose(lines["1/2 (balanced accuracy of any constant answer)"].get_ydata(), 0.5)
+    assert not [k for k in lines if k.startswith("chance")]
+    assert np.allclose(lines["test balanced accuracy"].get_ydata(),
+                       [m["test_balanced_accuracy"] for m in r.metrics])
+    # K classes: the majority rate of the test split, beside 1/K (drawn from the saved fields)
+    three = TrainResult(test_accuracy=0.5, epsilon=1.0, steps=1, statement="",
+                        metrics=[{"epoch": 1, "steps": 1, "epsilon": 1.0, "test_accuracy": 0.5,
+                                  "test_balanced_accuracy": 0.45, "test_loss": 0.1}],
+                        step_records=[], weights=np.zeros(1), output_dir=None, n_classes=3,
+                        test_majority_rate=0.4)
+    write_outputs(three, None, tmp_path / "k3")
+    lines = _lines(saved["accuracy_epsilon.png"])
+    assert np.allclose(lines["majority class of the test split (0.400)"].get_ydata(), 0.4)
+    assert np.allclose(lines["1/3 (balanced accuracy of any constant answer)"].get_ydata(),
+                       1 / 3)
