@@ -559,8 +559,8 @@ def _add_audit_parser(subparsers) -> None:
                    "flags (--credit, --shots, --trials, ...)")
     p.add_argument("--canaries", type=int, default=None,
                    help="with --run: the number m of canaries, each included by a fair coin "
-                   "(default: P orthonormal blocks of the model's dimension d, "
-                   "P = max(1, floor(steps x q / 3)), at most 1000: 72 for the default train "
+                   "(default: L orthonormal layers of the model's dimension d, "
+                   "L = 1 + floor(steps x q / 2), at most 1000: 144 for the default train "
                    "job)")
     p.add_argument("--credit", action=_Seen, default="none",
                    choices=["none", "depolarizing", "adaptive", "isotropic", "all"],
@@ -629,7 +629,7 @@ def _run_audit_run(args) -> int:
     else:
         print(str(r))
         print(f"  δ = {r.delta:g}; {r.steps} steps at q = {r.sample_rate:.4g}; "
-              f"{r.parameters} parameters ({r.blocks} block(s) of {r.directions} canary "
+              f"{r.parameters} parameters ({r.layers} {r.directions} layer(s) of canary "
               f"directions); "
               f"canaries sampled {r.canaries_sampled} times")
         if args.output_dir is not None:

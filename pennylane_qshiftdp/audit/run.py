@@ -91,19 +91,24 @@ def _read_run(run_dir: Path):
     return config, float(ledger.epsilon), delta
 
 
-#: Default number of orthonormal blocks: enough that each canary is active on about
-#: ``_HITS_PER_CANARY`` sampled steps on average (T q / P ≥ 3), never more than 1000 canaries.
-_HITS_PER_CANARY = 3.0
+#: The default canary count caps the other canaries' interference at about 2 standard
+#: deviations of an included canary's expected score without noise (see default_canaries).
 _MAX_DEFAULT_CANARIES = 1000
 
 
 def default_canaries(dimension: int, steps: int, sample_rate: float) -> int:
-    r"""The default m of :func:`audit_run`: P orthonormal blocks of d canaries (≤ 1000).
+    r"""The default m of :func:`audit_run`: L orthonormal layers of d canaries (at most 1000).
 
-    :math:`P = \max(1, \lfloor T q / 3 \rfloor)` blocks, so that each canary, active at every
-    P-th step, is sampled about three times or more over the run when included
-    (:math:`(1 - q)^{T/P}` is then small), and :math:`m = \min(P d, 1000)`, d the smallest clip
-    group's dimension (the most canaries one step holds orthonormally); at least 2.
+    Every canary is active at every step; the directions of one step form L orthonormal
+    layers of d (the smallest clip group's dimension), so each canary sees the others through
+    exactly :math:`L - 1` units of squared overlap (a union of orthonormal bases is a tight
+    frame) and, after subtracting their expected contribution, an interference of variance
+    about :math:`(L-1)\,q/2` per step. Without noise an included canary scores about
+    :math:`Tq` and a left-out one 0 with spread :math:`\sqrt{T(L-1)q/2}`; the default
+    :math:`L = 1 + \lfloor Tq/2 \rfloor` keeps that ratio near 2 or above, and
+    :math:`m = \min(L d, 1000)`, at least 2. With noise more canaries help (the DP noise
+    dominates the interference), so a larger ``canaries`` trades power against a mechanism
+    with no noise for power against one with too little.
 
     Args:
         dimension: d ≥ 1.
@@ -115,12 +120,12 @@ def default_canaries(dimension: int, steps: int, sample_rate: float) -> int:
 
     Example:
         >>> default_canaries(24, 50, 0.2)  # the default qshiftdp train job
-        72
+        144
         >>> default_canaries(24, 36, 1 / 9)
-        24
+        72
     """
-    blocks = max(1, math.floor(steps * sample_rate / _HITS_PER_CANARY + 1e-9))
-    return max(2, min(blocks * int(dimension), _MAX_DEFAULT_CANARIES))
+    layers = 1 + math.floor(steps * sample_rate / 2.0 + 1e-9)
+    return max(2, min(layers * int(dimension), _MAX_DEFAULT_CANARIES))
 
 
 class _Canaries:
@@ -133,9 +138,9 @@ class _Canaries:
         self.sample_rng, self.dir_rng = (np.random.default_rng(s) for s in ss.spawn(2))
         self.canary_norm, self.noise_scale = float(canary_norm), float(noise_scale)
         self.epochs = int(epochs)
-        self.scores = None  # Σ_{t: i active} <released_t − known_t, v_it>/C_t²
+        self.scores = None  # Σ_t <released_t − known_t, v_it>/C_t²
         self.steps = self.sampled = 0
-        self.parameters = self.capacity = self.blocks = 0
+        self.parameters = self.capacity = self.layers = 0
         self._pending = None
 
     def __call__(self, model, opt, loader):
@@ -145,7 +150,7 @@ class _Canaries:
         planned = max(1, len(loader) * self.epochs)
         m = (default_canaries(self.capacity, planned, self.q) if self.requested is None
              else self.requested)
-        self.m, self.blocks = m, math.ceil(m / self.capacity)
+        self.m, self.layers = m, math.ceil(m / self.capacity)
         # the fair coins: their own seeded stream, drawn before anything else of the run
         coins = np.random.default_rng(np.random.SeedSequence([self.seed, 2305, 0]))
         self.included = coins.random(m) < 0.5
@@ -198,31 +203,24 @@ class _Canaries:
 
     def _inject(self, opt):
         groups = self._groups(opt)
-        m, step = self.m, self.steps
-        block = np.array_split(np.arange(m), self.blocks)[step % self.blocks]
-        # the clipped contribution of active canary i: C_g u_{i,g} in every group (norm
-        # C = √ΣC_g²), orthonormal u within the step's block (|block| ≤ every group's dim)
+        m = self.m
+        # the clipped contribution of canary i: C_g u_{i,g} in every group (norm C = √ΣC_g²);
+        # in each group the m directions are `layers` orthonormal sets (each ≤ the group's dim)
         parts = {}
         for group, c in groups:
             d = sum(p.numel() for p in group)
-            u = np.linalg.qr(self.dir_rng.standard_normal((d, len(block))))[0].T
+            u = np.concatenate([np.linalg.qr(self.dir_rng.standard_normal((d, len(lay))))[0].T
+                                for lay in np.array_split(np.arange(m), self.layers)])
             off = 0
             for p in group:
                 n = p.numel()
                 parts[id(p)] = c * u[:, off:off + n]
                 off += n
-        v = np.concatenate([parts[id(p)] for p in opt.params], axis=1)  # (|block|, K)
+        v = np.concatenate([parts[id(p)] for p in opt.params], axis=1)  # (m, K)
         c2 = sum(c * c for _, c in groups)
         sampled = self.included & (self.sample_rng.random(m) < self.q)
         self.sampled += int(sampled.sum())
-        # every sampled canary joins the batch; the inactive ones with a zero gradient
-        rows = np.zeros((int(sampled.sum()), v.shape[1]))
-        active = np.zeros(m, dtype=bool)
-        active[block] = True
-        pos = np.cumsum(sampled) - 1  # row of each sampled canary
-        hit = block[sampled[block]]
-        rows[pos[hit]] = self.canary_norm * v[sampled[block]]
-        rows = torch.as_tensor(rows)
+        rows = torch.as_tensor(self.canary_norm * v[sampled])  # norm canary_norm·C_g per group
         off = 0
         for p in opt.params:
             n = p.numel()
@@ -232,18 +230,24 @@ class _Canaries:
             add = rows[:, off:off + n].reshape(len(rows), *p.shape).to(gs.device, gs.dtype)
             p.grad_sample = torch.cat([gs, add])
             off += n
-        self._pending = (block, v, c2)
+        self._pending = (v, c2)
 
     def _score(self, opt):
-        """Project the step's released noisy sum, minus the known part, on the active canaries."""
-        block, v, c2 = self._pending
+        """Project the released noisy sum, minus what the adversary knows, on every canary.
+
+        Known: the other examples' clipped sum and the *expected* contribution of the other
+        canaries, (q/2) Σ_{j≠i} v_j (public: q, the fair coins' 1/2 and the directions; no
+        coin or draw of theirs is used).
+        """
+        v, c2 = self._pending
         self._pending = None
         grad = torch.cat([p.grad.detach().reshape(-1).double().cpu() for p in opt.params])
         scale = 1.0
         if opt.loss_reduction == "mean":  # public: the expected batch size (× virtual steps)
             scale = float(opt.expected_batch_size) * float(opt._scale_iterations)
         residual = grad.numpy() * scale - self._known
-        self.scores[block] += v @ residual / c2
+        proj = v @ residual - 0.5 * self.q * (v @ v.sum(axis=0) - np.einsum("ik,ik->i", v, v))
+        self.scores += proj / c2
         self.steps += 1
 
 
@@ -268,22 +272,23 @@ def audit_run(run_dir, *, canaries: int | None = None, seed: int = 0,
     gradient (white box, Nasr et al., arXiv:2302.07956) appended to the parameters'
     ``grad_sample`` before the optimizer clips (``train(private_hook=...)`` wraps the
     optimizer's ``clip_and_accumulate``, the seam of
-    :func:`~pennylane_qshiftdp.audit.optimizer_release`). The canaries are split into P blocks
-    of at most d (the smallest clip group's dimension); at step t block t mod P is **active**:
-    in every clip group g its canaries' gradients are ``canary_norm`` × C_g along directions
-    :math:`u_{i,g,t}` drawn afresh (public, seeded) and **orthonormal within the block**, so
-    the clip leaves exactly the sensitivity :math:`C_t = \sqrt{\sum_g C_g^2}` at the current
-    clip norms and no two canaries of a step overlap. A sampled canary of an inactive block
-    joins the batch with a zero gradient (a canary is any fixed gradient sequence).
+    :func:`~pennylane_qshiftdp.audit.optimizer_release`). In every clip group g a canary's
+    gradient is ``canary_norm`` × C_g along a unit direction :math:`u_{i,g,t}` drawn afresh at
+    every step (public, seeded, independent of the coins), so the clip leaves exactly the
+    sensitivity :math:`C_t = \sqrt{\sum_g C_g^2}` at the current clip norms. The m directions
+    of a step are L = ⌈m/d⌉ **orthonormal layers** (d the smallest clip group's dimension): a
+    canary overlaps none of its own layer, and exactly L − 1 units of squared overlap in all
+    (a union of orthonormal bases is a tight frame).
 
     **The score** reads what the run releases, not the parameter update: the optimizer's noisy
     sum :math:`R_t` (``p.grad`` after ``scale_grad``, just before the wrapped torch optimizer
-    steps, times the public expected batch size), minus :math:`K_t`, the clipped sum of the
-    step's non-canary examples, computed by the optimizer's own clip on those rows alone:
-    :math:`\mathrm{score}_i = \sum_{t:\, i\ \mathrm{active}} \langle R_t - K_t, v_{i,t}\rangle
-    / C_t^2`, :math:`v_{i,t} = (C_g u_{i,g,t})_g`. Left: the canary's own hits, the noise, and
-    nothing of the other canaries (orthonormal). :func:`~pennylane_qshiftdp.audit.one_run_bound`
-    guesses from the top and bottom scores.
+    steps, times the public expected batch size qN), minus :math:`K_t`, the clipped sum of the
+    step's non-canary examples (computed by the optimizer's own clip on those rows alone,
+    before the step clips the whole batch), minus the other canaries' *expected* contribution:
+    :math:`\mathrm{score}_i = \sum_t \langle R_t - K_t - \tfrac q2 \sum_{j \ne i} v_{j,t},\,
+    v_{i,t}\rangle / C_t^2`, :math:`v_{i,t} = (C_g u_{i,g,t})_g`. What is left is the canary's
+    own hits, the DP noise and the other canaries' fluctuation around their mean.
+    :func:`~pennylane_qshiftdp.audit.one_run_bound` guesses from the top and bottom scores.
 
     **Why the bound stays valid** (the DP threat model). DP holds against an adversary who knows
     every example but the target and sees every release. Here the "output" the guesses use is
@@ -291,24 +296,28 @@ def audit_run(run_dir, *, canaries: int | None = None, seed: int = 0,
     independent of the canaries, and given them and the past releases (so θ_t) each step is the
     same sampled Gaussian mechanism in each canary, only shifted by the known :math:`K_t` — so
     this augmented output has the ledger's (ε, δ) in each canary, and the guesses, a function
-    of it and of public choices (directions, blocks, seeds), meet Thm. 3.1's assumption. The
-    other canaries' coins and draws are never used; the coins are independent of everything
-    else. Reading :math:`R_t` instead of :math:`\theta_t - \theta_{t+1}` removes the learning
-    rate and momentum, which only post-process it. The default run therefore tests the
-    optimizer's clip, noise and scaling of every step at full strength; the data's gradients
-    no longer mask the canaries (a leak through the data path alone, e.g. a batch-dependent
-    noise level, is still seen in :math:`R_t`).
+    of it and of public choices (q, directions, seeds), meet Thm. 3.1's assumption. The
+    other canaries' coins and draws are never used (only their expected contribution,
+    public); the coins are independent of everything else. Reading :math:`R_t` instead of
+    :math:`\theta_t - \theta_{t+1}` removes the learning rate and momentum, which only
+    post-process it. The audit therefore tests the optimizer's clip, noise and scaling of
+    every step at full strength, and the data's gradients no longer mask the canaries (a leak
+    through the data path, e.g. a batch-dependent noise level, still shows in :math:`R_t`); a
+    leak outside the released gradients (e.g. the ledger, metrics) is not what this scores.
 
-    **Power.** The default m (:func:`default_canaries`: P = max(1, ⌊Tq/3⌋) blocks of d, at most
-    1000) keeps each included canary sampled about Tq/P ≥ 3 times on average while it is
-    active, so without noise nearly every included canary scores ≥ 1 and every left-out one 0;
-    more canaries raise the ceiling but shorten each one's active steps. Under replace-one
-    adjacency the canaries are added or removed, which the run's 2σC noise covers with room to
-    spare: the audit is conservative there.
+    **Power.** Without noise an included canary scores about Tq and a left-out one 0, with
+    a spread of about :math:`\sqrt{T(L-1)q/2}` from the other canaries; the default m
+    (:func:`default_canaries`: :math:`L = 1 + \lfloor Tq/2 \rfloor` layers of d, at most 1000)
+    keeps their ratio near 2 or above, so a mechanism without noise is refuted when its claim
+    is below about 1.5 (docs/audit.md has measured numbers). More canaries raise the ceiling
+    and help against a mechanism with some noise (there the DP noise dominates the
+    interference), less so against none. Under replace-one adjacency the canaries are added or
+    removed, which the run's 2σC noise covers with room to spare: the audit is conservative
+    there.
 
     Args:
         run_dir: the ``--output-dir`` of a finished private ``qshiftdp train`` run.
-        canaries: m ≥ 2, or ``None``: :func:`default_canaries` of the re-run (72 for the
+        canaries: m ≥ 2, or ``None``: :func:`default_canaries` of the re-run (144 for the
             default job: 24 weights, 50 steps, q = 0.2).
         seed: seeds the coins, the canaries' sampling and directions.
         confidence: of the bound, in (0, 1).
@@ -320,7 +329,7 @@ def audit_run(run_dir, *, canaries: int | None = None, seed: int = 0,
         progress: show the training progress bar.
 
     Returns:
-        OneRunResult: ``label``, ``run_dir``, ``canaries``, ``blocks`` (P), ``steps``,
+        OneRunResult: ``label``, ``run_dir``, ``canaries``, ``layers`` (L), ``steps``,
         ``sample_rate``, ``parameters``, ``directions`` (``"orthonormal"``),
         ``claimed_epsilon`` (the run's ledger), ``rerun_epsilon`` (the re-run's ledger),
         ``delta``, ``bound``, ``epsilon_lower_bound``, ``ceiling``, ``confidence``, ``verdict``
@@ -401,7 +410,7 @@ def audit_run(run_dir, *, canaries: int | None = None, seed: int = 0,
     label = f"qshiftdp train run {run_dir}" + ("" if noise_scale == 1.0 else
                                                f" (noise × {noise_scale:g}: broken on purpose)")
     return OneRunResult(
-        label=label, run_dir=str(run_dir), canaries=m, blocks=hook.blocks, steps=hook.steps,
+        label=label, run_dir=str(run_dir), canaries=m, layers=hook.layers, steps=hook.steps,
         sample_rate=getattr(hook, "q", None), parameters=hook.parameters,
         directions="orthonormal", claimed_epsilon=claim, rerun_epsilon=rerun_eps, delta=delta,
         bound=bound, epsilon_lower_bound=eps, ceiling=ceiling, confidence=confidence,
