@@ -570,7 +570,9 @@ def _add_audit_parser(subparsers) -> None:
                    "flags (--credit, --shots, --trials, ...)")
     p.add_argument("--canaries", type=int, default=None,
                    help="with --run: the number m of canaries, each included by a fair coin "
-                   "(default: 1000)")
+                   "(default: L orthonormal layers of the model's dimension d, "
+                   "L = 1 + floor(steps x q / 2), at most 1000: 144 for the default train "
+                   "job)")
     p.add_argument("--credit", action=_Seen, default="none",
                    choices=["none", "depolarizing", "adaptive", "isotropic", "all"],
                    help="shot-noise credit mode; 'all' audits every credit mode and Opacus's "
@@ -618,8 +620,8 @@ def _run_audit_run(args) -> int:
     if seen:
         raise _CLIError(f"--run audits the finished run's own configuration; drop "
                         f"{', '.join(seen)} (one-step audit flags).")
-    canaries = 1000 if args.canaries is None else args.canaries
-    if canaries < 2:
+    canaries = args.canaries
+    if canaries is not None and canaries < 2:
         raise _CLIError(f"--canaries must be at least 2. Found {canaries}.")
     if not 0.0 < args.confidence < 1.0:
         raise _CLIError(f"--confidence must be in (0, 1). Found {args.confidence}.")
@@ -638,7 +640,8 @@ def _run_audit_run(args) -> int:
     else:
         print(str(r))
         print(f"  δ = {r.delta:g}; {r.steps} steps at q = {r.sample_rate:.4g}; "
-              f"{r.parameters} parameters ({r.directions} canary directions); "
+              f"{r.parameters} parameters ({r.layers} {r.directions} layer(s) of canary "
+              f"directions); "
               f"canaries sampled {r.canaries_sampled} times")
         if args.output_dir is not None:
             print(f"outputs: {args.output_dir}")

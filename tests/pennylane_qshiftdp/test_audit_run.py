@@ -2,9 +2,8 @@
 
 The first two tests share one tiny real ``qshiftdp train`` run (about 4 s on two cores): 4 qubits,
 2 layers (24 weights), 36 training examples (``--test-size 0.9``), loader batch 4 (q = 1/9),
-4 epochs (36 steps), ε = 0.2. The small batch keeps the other examples' gradients from
-drowning the canaries; even so one run of 36 steps × 24 weights has little power (see
-test_no_noise_mechanism_is_refuted for the measured numbers).
+4 epochs (36 steps), ε = 0.2; the default canary count is then 72 (3 orthonormal layers of 24).
+The slow test audits the default ``qshiftdp train`` job itself (ε 0.993, 144 canaries).
 """
 
 import dataclasses
@@ -24,10 +23,11 @@ _RUN_ARGS = ["train", "--device", "default.qubit", "--qubits", "4", "--layers", 
              "--epsilon", "0.2", "--seeded-noise", "--no-progress"]
 
 #: the documented keys of audit_run.json
-_KEYS = {"label", "run_dir", "canaries", "steps", "sample_rate", "parameters", "directions",
-         "claimed_epsilon", "rerun_epsilon", "delta", "bound", "epsilon_lower_bound",
-         "ceiling", "confidence", "verdict", "finding", "scores", "included", "thresholds",
-         "canaries_sampled", "canary_norm", "noise_scale", "seed", "seconds", "config"}
+_KEYS = {"label", "run_dir", "canaries", "layers", "steps", "sample_rate", "parameters",
+         "directions", "claimed_epsilon", "rerun_epsilon", "delta", "bound",
+         "epsilon_lower_bound", "ceiling", "confidence", "verdict", "finding", "scores",
+         "included", "thresholds", "canaries_sampled", "canary_norm", "noise_scale", "seed",
+         "seconds", "config"}
 
 
 @pytest.fixture(scope="module")
@@ -48,18 +48,20 @@ def test_correct_mechanism_not_refuted_outputs_and_run_dir_unchanged(finished_ru
     capsys.readouterr()
     assert main(["audit", "--run", str(finished_run), "--output-dir", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "1000 canaries, 36 steps" in printed and "not refuted" in printed
+    assert "72 canaries, 36 steps" in printed and "not refuted" in printed
+    assert "3 orthonormal layer(s)" in printed
     doc = json.loads((out / "audit_run.json").read_text())
     assert set(doc) == _KEYS
     assert (out / "audit_run.png").stat().st_size > 10_000
-    assert doc["steps"] == 36 and doc["parameters"] == 24 and doc["directions"] == "random"
+    assert doc["steps"] == 36 and doc["parameters"] == 24 and doc["directions"] == "orthonormal"
+    assert doc["canaries"] == 72 and doc["layers"] == 3
     assert doc["claimed_epsilon"] == pytest.approx(doc["rerun_epsilon"])
     assert doc["claimed_epsilon"] < 0.2
     assert doc["finding"] is None and doc["verdict"] == "not refuted"
-    # measured (seed 0): ε ≥ 0.139 against the claim 0.196; ceiling 5.23 at 1000 canaries
+    # measured (seed 0): ε ≥ 0.0 against the claim 0.196; ceiling 2.64 at 72 canaries
     assert 0.0 <= doc["epsilon_lower_bound"] <= doc["claimed_epsilon"]
-    assert doc["ceiling"] == pytest.approx(5.229, abs=1e-3)
-    assert len(doc["scores"]) == len(doc["included"]) == 1000
+    assert doc["ceiling"] == pytest.approx(2.639, abs=1e-3)
+    assert len(doc["scores"]) == len(doc["included"]) == 72
     assert _hashes(finished_run) == before  # the run dir is only read
     assert main(["audit", "--run", str(finished_run), "--canaries", "50", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["canaries"] == 50
@@ -67,17 +69,35 @@ def test_correct_mechanism_not_refuted_outputs_and_run_dir_unchanged(finished_ru
 
 
 def test_no_noise_mechanism_is_refuted(finished_run):
-    # Power, measured on this run (seed 0, 200 canaries, ceiling 3.67): the product's mechanism
-    # gives ε ≥ 0.0; with the optimizer's noise removed (noise_scale=0, the ledger still
-    # claiming ε = 0.196) ε ≥ 0.527: refuted. Measured but not asserted (seed 0): at 200
-    # canaries noise x 0.5 and x 0.1 give ε ≥ 0.0 (not refuted); at 1000 canaries ε ≥ 0.209
-    # (x 0.5, refuted by a thin margin) and 0.757 (x 0.1).
-    broken = audit_run(finished_run, canaries=200, noise_scale=0.0)
+    # Power, measured on this run (seed 0, the default 72 canaries, ceiling 2.64): with the
+    # optimizer's noise removed (noise_scale=0, the ledger still claiming ε = 0.196) ε ≥ 1.03,
+    # five times the claim (before the known examples were subtracted from the released sum:
+    # 0.527 at 200 canaries); the product's mechanism gives ε ≥ 0.0. Not asserted: noise × 0.5
+    # gives ε ≥ 0.0 here.
+    broken = audit_run(finished_run, noise_scale=0.0)
     assert broken.proven_refuted and broken.verdict == "PROVEN CLAIM REFUTED"
-    assert broken.epsilon_lower_bound > 0.4 > broken.claimed_epsilon
-    assert broken.ceiling == pytest.approx(3.673, abs=1e-3)
-    correct = audit_run(finished_run, canaries=200)
+    assert broken.canaries == 72 and broken.layers == 3
+    assert broken.epsilon_lower_bound > 0.8 > 4 * broken.claimed_epsilon
+    assert broken.ceiling == pytest.approx(2.639, abs=1e-3)
+    s = sorted(zip(broken.scores, broken.included, strict=True), reverse=True)
+    assert all(inc for _, inc in s[:10])  # the top scores are included canaries
+    correct = audit_run(finished_run)
     assert not correct.proven_refuted and correct.epsilon_lower_bound < 0.2
+
+
+@pytest.mark.slow
+def test_default_job_no_noise_refuted_correct_not(tmp_path):
+    # The default `qshiftdp train` job (digits, 24 weights, q = 0.2, 50 steps, claim 0.993):
+    # 144 canaries (6 layers), ceiling 3.34. Measured (seed 0): no noise ε ≥ 2.02 (seed 1:
+    # 1.82), the product's mechanism 0.0 (seed 1: 0.069), noise × 0.5 0.0 (seed 1: 0.22).
+    run = tmp_path / "job"
+    assert main(["train", "--no-progress", "--output-dir", str(run)]) == 0
+    broken = audit_run(run, noise_scale=0.0)
+    assert broken.canaries == 144 and broken.steps == 50 and broken.layers == 6
+    assert broken.ceiling == pytest.approx(3.344, abs=1e-3)
+    assert broken.proven_refuted and broken.epsilon_lower_bound > 1.5
+    correct = audit_run(run)
+    assert correct.verdict == "not refuted" and correct.epsilon_lower_bound < 0.5
 
 
 def _fake_run(d, *, epoch=1, config=None, ledger=True):
