@@ -63,7 +63,8 @@ class TrainResult:
     # share of the held-out test split's most frequent class (what always predicting it scores)
     test_majority_rate: float = math.nan
     test_examples: int = 0  # size of the held-out test split
-    # set when the final test accuracy is within MAJORITY_TOLERANCE of test_majority_rate
+    # set when the final test accuracy is within MAJORITY_TOLERANCE of test_majority_rate, or
+    # the balanced accuracy within CHANCE_TOLERANCE of 1/K (majority_class_warning)
     majority_warning: str | None = None
 
 
@@ -157,6 +158,10 @@ PUBLIC_EPOCH_FIELDS = ("epoch", "steps", "epsilon", "test_accuracy", "test_balan
 #: A final test accuracy within this of the test split's majority-class rate warns that the
 #: classifier predicts the majority class (does no better than always answering it).
 MAJORITY_TOLERANCE = 0.01
+#: A final balanced accuracy within this of 1/K (what any constant answer scores) warns that the
+#: classifier barely separates the classes, even when its accuracy is above the majority rate
+#: (a classifier that answers the majority class for all but a few examples).
+CHANCE_TOLERANCE = 0.05
 #: What the test-split numbers of ``metrics.json`` are computed on (its ``"test_split"`` key).
 TEST_SPLIT_NOTE = (
     "held out: a stratified, seeded train/test split made before training; its examples are "
@@ -308,26 +313,39 @@ def majority_rate(y) -> float:
 
 
 def majority_class_warning(test_accuracy: float, rate: float,
-                           balanced_accuracy: float = math.nan) -> str | None:
-    """The warning text when ``test_accuracy`` is within :data:`MAJORITY_TOLERANCE` of the
-    test split's majority-class ``rate``; ``None`` otherwise.
+                           balanced_accuracy: float = math.nan,
+                           n_classes: int | None = None) -> str | None:
+    """The warning text for a classifier that has learned little: its final ``test_accuracy``
+    is within :data:`MAJORITY_TOLERANCE` of the test split's majority-class ``rate``, or its
+    ``balanced_accuracy`` is within :data:`CHANCE_TOLERANCE` of ``1 / n_classes``; ``None``
+    otherwise.
 
     Example:
         >>> majority_class_warning(0.63, 0.627)[:44]
         'the classifier predicts the majority class: '
-        >>> majority_class_warning(0.9, 0.627) is None
+        >>> majority_class_warning(0.65, 0.629, 0.528, 2)[:43]
+        'the classifier barely separates the classes'
+        >>> majority_class_warning(0.9, 0.627, 0.88, 2) is None
         True
     """
-    if not (math.isfinite(test_accuracy) and math.isfinite(rate)) or \
-            abs(test_accuracy - rate) > MAJORITY_TOLERANCE + 1e-12:
-        return None
+    hint = ("It has learned little or nothing; try more epochs, a larger learning rate or a "
+            "larger epsilon.")
     bal = (f" (balanced accuracy {balanced_accuracy:.4f})"
            if math.isfinite(balanced_accuracy) else "")
-    return (f"the classifier predicts the majority class: the final test accuracy "
-            f"{test_accuracy:.4f}{bal} is within {MAJORITY_TOLERANCE} of the held-out test "
-            f"split's majority-class rate {rate:.4f}, what always answering the most frequent "
-            f"class scores. It has learned little or nothing; try more epochs, a larger "
-            f"learning rate or a larger epsilon.")
+    if math.isfinite(test_accuracy) and math.isfinite(rate) and \
+            abs(test_accuracy - rate) <= MAJORITY_TOLERANCE + 1e-12:
+        return (f"the classifier predicts the majority class: the final test accuracy "
+                f"{test_accuracy:.4f}{bal} is within {MAJORITY_TOLERANCE} of the held-out "
+                f"test split's majority-class rate {rate:.4f}, what always answering the most "
+                f"frequent class scores. {hint}")
+    if n_classes and math.isfinite(balanced_accuracy) and \
+            balanced_accuracy <= 1.0 / n_classes + CHANCE_TOLERANCE + 1e-12:
+        return (f"the classifier barely separates the classes: the final balanced accuracy "
+                f"{balanced_accuracy:.4f} (mean per-class recall on the held-out test split) is "
+                f"within {CHANCE_TOLERANCE} of 1/{n_classes} = {1.0 / n_classes:.4f}, what any "
+                f"constant answer scores, although the accuracy {test_accuracy:.4f} is above "
+                f"the majority-class rate {rate:.4f}. {hint}")
+    return None
 
 
 def make_loss(name: str, n_classes: int, logit_scale: float = 5.0):
@@ -624,7 +642,7 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
         eval_model.load_state_dict(model.state_dict())
         final_acc, final_bal, _ = _evaluate(eval_model, x_test, y_test)
     rate = majority_rate(data.y_test)
-    stuck = majority_class_warning(final_acc, rate, final_bal)
+    stuck = majority_class_warning(final_acc, rate, final_bal, data.n_classes)
     if stuck is not None:
         warnings.warn(stuck, UserWarning, stacklevel=2)
     result = TrainResult(

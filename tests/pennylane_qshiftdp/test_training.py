@@ -696,3 +696,20 @@ def test_accuracy_plot_draws_the_test_splits_majority_rate(monkeypatch, tmp_path
     assert np.allclose(lines["majority class of the test split (0.400)"].get_ydata(), 0.4)
     assert np.allclose(lines["1/3 (balanced accuracy of any constant answer)"].get_ydata(),
                        1 / 3)
+
+
+@pytest.mark.parametrize(("acc", "rate", "bal", "k", "expected"), [
+    (0.63, 0.627, 0.50, 2, "predicts the majority class"),      # within 0.01 of the rate
+    (0.6503, 0.6294, 0.5283, 2, "barely separates the classes"),  # breast_cancer's default run
+    (0.62, 0.40, 0.37, 3, "barely separates the classes"),       # 1/3 + 0.05 = 0.383
+    (0.62, 0.40, 0.40, 3, None),                                 # above 1/K + 0.05
+    (0.9, 0.627, 0.88, 2, None),
+    (0.9, 0.627, math.nan, None, None),                          # K unknown: rate rule only
+])
+def test_learned_little_warning_rules(acc, rate, bal, k, expected):
+    """Closed-form thresholds: accuracy within 0.01 of the majority rate, or balanced accuracy
+    within 0.05 of 1/K (a classifier that answers one class for all but a few examples)."""
+    from pennylane_qshiftdp.training import majority_class_warning
+
+    msg = majority_class_warning(acc, rate, bal, k)
+    assert (msg is None) if expected is None else (expected in msg)
