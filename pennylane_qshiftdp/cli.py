@@ -181,10 +181,11 @@ def _add_train_parser(subparsers) -> None:
                    help="where the ledger, metrics and plots go (default: %(default)s)")
     p.add_argument("--resume", action="store_true", help="continue from --output-dir")
     p.add_argument("--seeded-noise", action="store_true",
-                   help="seed DP noise and Poisson sampling from --seed so runs repeat exactly "
-                   "(research only: anyone who knows the seed can remove the noise). By "
-                   "default they come from the OS's CSPRNG and --seed only fixes the data "
-                   "split, initialisation and shot sampling")
+                   help="seed DP noise, Poisson sampling and the simulator's shot sampling "
+                   "from --seed so runs repeat exactly (research only: anyone who knows the "
+                   "seed can remove the noise, and a credited ε then counts shot noise they can "
+                   "reproduce). By default all three come from the OS's CSPRNG and --seed only "
+                   "fixes the data split and the initialisation")
     p.add_argument("--diagnostics", action="store_true",
                    help="also write what is computed from the private batches (batch sizes, "
                    "fraction clipped and certified clips that bound, shot variance and its "

@@ -17,6 +17,7 @@ import dataclasses
 import json
 import math
 import os
+import secrets
 import time
 import warnings
 from pathlib import Path
@@ -518,6 +519,14 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
             preprocessing_note=data.preprocessing_note,
         )
         opt.ledger.extra_update({"provenance": _provenance(data)})
+        if shots is not None:
+            randomness = opt.ledger.extra.get("randomness", "")
+            opt.ledger.extra_update({"randomness": randomness + (
+                "; the simulator's shot sampling reseeded from the OS's CSPRNG (secrets) every "
+                "epoch" if config.secure_mode else
+                "; the simulator's shot sampling seeded from the public --seed (an adversary "
+                "who knows it can reproduce the shot noise: a credited ε then holds only "
+                "against one who does not)")})
         if not data.data_dependent_preprocessing and data.preprocessing:
             opt.ledger.extra_update({"preprocessing": data.preprocessing})
         noise_gen, sampler_gen = opt.generator, train_loader.batch_sampler.generator
@@ -574,9 +583,12 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
                desc="qshiftdp train")
     t0 = time.perf_counter()
     for epoch in range(start_epoch, last):
-        # Per-epoch reseeding makes a resumed run repeat the uninterrupted one exactly.
+        # Per-epoch reseeding makes a seeded resumed run repeat the uninterrupted one exactly.
+        # In secure mode the shot noise comes from the OS's CSPRNG: a credit mode counts it as
+        # privacy noise, which a public seed would let anyone reproduce.
         if shots is not None:
-            _compat.reseed_device(dev, [config.seed, epoch, 1])
+            _compat.reseed_device(dev, secrets.randbits(128) if config.secure_mode
+                                  else [config.seed, epoch, 1])
         if not config.secure_mode:
             sampler_gen.manual_seed(_seed_for(config.seed, epoch, 2))
         if noise_gen is not None:

@@ -713,3 +713,27 @@ def test_learned_little_warning_rules(acc, rate, bal, k, expected):
 
     msg = majority_class_warning(acc, rate, bal, k)
     assert (msg is None) if expected is None else (expected in msg)
+
+
+@pytest.mark.parametrize("secure", [True, False])
+def test_shot_sampling_is_seeded_from_the_csprng_in_secure_mode(secure, monkeypatch):
+    """A credit mode counts shot noise as privacy noise, so in secure mode the simulator's
+    shot sampling must not follow the public seed: reseeded from the OS's CSPRNG every epoch
+    (different in two runs with the same --seed); seeded runs keep [seed, epoch, 1]. The
+    statement's Randomness line says which."""
+    from pennylane_qshiftdp import _compat
+
+    seen = []
+    real = _compat.reseed_device
+    monkeypatch.setattr(_compat, "reseed_device",
+                        lambda dev, seq: (seen.append(seq), real(dev, seq))[1])
+    cfg = TrainConfig(**{**TINY, "secure_mode": secure})
+    runs = [train(cfg, progress=False) for _ in range(2)]
+    assert len(seen) == 2 * cfg.epochs
+    if secure:
+        assert all(isinstance(s, int) for s in seen) and len(set(seen)) == len(seen)
+        assert "shot sampling reseeded from the OS's CSPRNG" in runs[0].statement
+    else:
+        assert seen == [[cfg.seed, e, 1] for e in range(cfg.epochs)] * 2
+        assert "shot sampling seeded from the public --seed" in runs[0].statement
+        assert runs[0].test_accuracy == runs[1].test_accuracy
