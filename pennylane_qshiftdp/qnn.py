@@ -7,9 +7,9 @@ and keeps the per-example Jacobians for the backward pass and for Opacus's grad 
 shifted circuits and their post-processing are those of
 :func:`~pennylane_qshiftdp.param_shift` (PennyLane's rules, applied to broadcast tapes), and the
 output has the shape and values of PennyLane's own layer with ``diff_method="parameter-shift"``.
-Without gradients (``torch.no_grad()``, frozen layers) it evaluates the QNode as PennyLane's
-layer does (or, under :func:`~pennylane_qshiftdp.sampling.use_exact_law`, by exact-law
-sampling).
+Without gradients (``torch.no_grad()``, frozen layers) it runs the forward circuit of the
+batch only (under :func:`~pennylane_qshiftdp.sampling.use_exact_law`, by exact-law sampling),
+in the same layout.
 
 Nothing of PennyLane's or Opacus's is replaced. The layer plugs into Opacus through its public
 registries:
@@ -158,7 +158,7 @@ class TorchLayer(qml.qnn.TorchLayer):
             parts = quantum_layer.fused_parts(self, x, weights,
                                               input_grad=bool(inputs.requires_grad))
         else:
-            parts = quantum_layer.exact_law_parts(self, x)
+            parts = quantum_layer.forward_parts(self, x)
             if parts is None:
                 return self._pennylane_forward(inputs, x)
         return quantum_layer.torch_layer_output(self, parts, inputs)

@@ -739,22 +739,32 @@ def empty_parts(layer, inputs) -> list:
     return _split(out, sizes, _scalars(tape))
 
 
-def exact_law_parts(layer, inputs) -> list | None:
-    """Parts without gradients under exact-law shot sampling (``None``: evaluate as usual)."""
+def forward_parts(layer, inputs) -> list | None:
+    """Parts without gradients (``torch.no_grad()``, frozen layers): the forward circuit of
+    the batch only, by the device's own sampling or, under exact-law sampling, by exact-law
+    draws; ``None``: evaluate as PennyLane's layer does (a QNode producing several tapes, or
+    a shot vector).
+
+    The layout is rebuilt by :func:`torch_layer_output` as on the gradient path, which also
+    avoids PennyLane 0.45's TorchLayer reshape error for ``probs`` with finite shots on a batch
+    of one. A row with a non-finite entry runs as zeros and reads NaN (:func:`finite_rows`).
+    """
     qnode = layer.qnode
-    if sampling.shot_sampling(qnode) != "exact_law":
-        return None
     clean, bad = finite_rows(inputs)
     kwargs = {layer.input_arg: clean.detach().double(),
               **{k: w.detach().double() for k, w in layer.qnode_weights.items()}}
     tapes, _ = qml.workflow.construct_batch(qnode, level="gradient")(**kwargs)
-    if len(tapes) != 1 or not tapes[0].shots or tapes[0].shots.has_partitioned_shots:
+    if len(tapes) != 1 or tapes[0].shots.has_partitioned_shots:
         return None
     tape = tapes[0]
+    _check_layer_measurements(tape)
     params = [np.asarray(p.numpy() if isinstance(p, torch.Tensor) else p)
               for p in tape.get_parameters(trainable_only=False)]
     fwd = tape.bind_new_parameters(params, list(range(len(params))))
-    [res] = sampling.execute_exact_law([fwd], qnode.device)
+    if sampling.shot_sampling(qnode) == "exact_law" and tape.shots:
+        [res] = sampling.execute_exact_law([fwd], qnode.device)
+    else:
+        [res] = qml.execute([fwd], qnode.device, diff_method=None)
     batch = int(inputs.shape[0])
     out, sizes = _flat(res, batch if fwd.batch_size else 1, len(fwd.measurements))
     out = np.broadcast_to(out, (batch, out.shape[1])).copy()

@@ -930,3 +930,24 @@ def test_analytic_step_runs_merged_broadcast_tapes(measurement, monkeypatch):
     expected = _per_example_reference(ref, x, c)
     torch.testing.assert_close(ours["q.weights"], torch.stack([e["q.weights"] for e in expected]),
                                atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("batch_shape", [(1,), (), (3,)])
+@pytest.mark.parametrize("measurement", ["probs", "expval_probs_list", "expval_tuple"])
+def test_no_grad_output_with_shots_has_pennylanes_layout(measurement, batch_shape):
+    """With finite shots and no gradients (evaluation), the output has the shape of PennyLane's
+    analytic layer (PennyLane 0.45's own TorchLayer fails to reshape probs on a batch of one
+    with shots) and holds shot estimates: probabilities on the 1/Ns lattice summing to 1."""
+    shots = 40
+    ours = _quantum(measurement, qs.param_shift, shots=shots, seed=5)
+    theirs = _quantum(measurement, "parameter-shift")
+    x = torch.rand(*batch_shape, N_IN, generator=torch.Generator().manual_seed(6),
+                   dtype=torch.float64)
+    with torch.no_grad():
+        out = ours(x)
+    expected = theirs(x)
+    assert out.shape == expected.shape
+    assert float((out - expected.detach()).abs().max()) <= 1.0 + 1e-12  # within [-1, 1] ranges
+    if measurement == "probs":
+        torch.testing.assert_close(out.sum(-1), torch.ones(out.shape[:-1], dtype=out.dtype))
+        torch.testing.assert_close(out * shots, torch.round(out * shots))
