@@ -87,8 +87,9 @@ def _add_train_parser(subparsers) -> None:
         help="train a quantum classifier with (ε, δ)-differential privacy",
         description="Train the angle-embedding + StronglyEntanglingLayers classifier "
         "privately on Opacus (per-example parameter-shift gradients clipped by default at a "
-        "public clip norm, the largest gradient norm over the input domain at the current "
-        "weights; --max-grad-norm certified clips at the a-priori bound Δ, where no clip "
+        "public clip norm, the largest analytic gradient norm found at sampled points of the "
+        "input domain at the current weights (an estimate: a clip may bind); "
+        "--max-grad-norm certified clips at the a-priori bound Δ, where no clip "
         "binds: Q-ShiftDP) on a bundled data set; print the "
         "privacy statement and test accuracy, and write the ledger, metrics and plots to "
         "--output-dir.",
@@ -162,8 +163,9 @@ def _add_train_parser(subparsers) -> None:
                    help="per-example clip norm: 'auto' (public; certified with a shot-noise "
                    "credit or --model hybrid), 'certified' (the a-priori bound Δ of the "
                    "parameter-shift gradient, never binds for the declared loss), 'public' (the "
-                   "largest gradient norm over the input domain [0, π] at the current weights, "
-                   "recomputed every epoch; no data used), 'adaptive' "
+                   "largest analytic gradient norm found at 256 sampled points of the input "
+                   "domain [0, π], its centre and corners, at the current weights, recomputed "
+                   "every epoch; no data used; an estimate, so a clip may bind), 'adaptive' "
                    "(quantile clipping) or a positive number (DP-SGD) (default: %(default)s)")
     p.add_argument("--model", default=d.model, choices=["quantum", "hybrid"],
                    help="quantum: the TorchLayer alone; hybrid: Linear -> angles -> TorchLayer "

@@ -466,7 +466,8 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         epochs: training epochs (T = ⌈epochs / q⌉ steps).
         max_grad_norm: ``"certified"`` (default: C = the a-priori bound Δ of the declared
             ``loss``; needs exactly one TorchLayer), ``"public"`` (C_t = the largest
-            per-example gradient norm over the declared ``input_range`` at the current weights,
+            per-example gradient norm found at sampled points of the declared ``input_range``
+            at the current weights (an estimate of the supremum: a clip may bind),
             :func:`~pennylane_qshiftdp.public_clip.domain_gradient_bound`, recomputed every
             epoch; needs a model that is one TorchLayer fed by the data), a positive float
             (DP-SGD clipping of all parameters at C) or ``"adaptive"`` (quantile clipping,
@@ -668,9 +669,11 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         clip = min(sens.delta, clip_norm_fn(0))
         clip_info = {"mode": "public", "delta": sens.delta, "initial_clip_norm": clip,
                      "input_range": list(input_range),
-                     "description": "C_t = the largest per-example gradient norm over the "
-                     f"input domain {list(input_range)} at the current weights (public "
-                     "information, recomputed every epoch; never above Δ)"}
+                     "description": "C_t = the largest analytic per-example gradient norm "
+                     f"found at sampled points of the input domain {list(input_range)} at the "
+                     "current weights (public information, recomputed every epoch; never above "
+                     "Δ; an estimate of the supremum, so a clip may bind, which costs bias, "
+                     "not privacy)"}
     elif max_grad_norm == "adaptive":
         adaptive = dict(adaptive_clipping or {})
         clip = float(adaptive.pop("initial_clipbound", sens.delta if sens else 1.0))

@@ -40,7 +40,8 @@ def _read_run(run_dir: Path):
     from ..training import CHECKPOINT_FORMAT, TrainConfig
 
     if not run_dir.is_dir():
-        raise ValueError(f"--run {run_dir}: no such directory (a finished `qshiftdp train "
+        what = "not a directory" if run_dir.exists() else "no such directory"
+        raise ValueError(f"--run {run_dir}: {what} (a finished `qshiftdp train "
                          f"--output-dir` run is expected).")
     missing = [f for f in RUN_FILES if not (run_dir / f).is_file()]
     if missing:

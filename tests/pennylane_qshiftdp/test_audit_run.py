@@ -117,6 +117,10 @@ def test_missing_or_corrupt_run_dir_is_a_clear_error(tmp_path, capsys):
     assert main(["audit", "--run", str(missing)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"--run {missing}: no such directory" in err
+    a_file = tmp_path / "ledger.json"
+    a_file.write_text("{}")
+    assert main(["audit", "--run", str(a_file)]) == 2
+    assert f"--run {a_file}: not a directory" in capsys.readouterr().err
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main(["audit", "--run", str(empty)]) == 2
