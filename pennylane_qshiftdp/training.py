@@ -520,13 +520,13 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
         )
         opt.ledger.extra_update({"provenance": _provenance(data)})
         if shots is not None:
-            randomness = opt.ledger.extra.get("randomness", "")
+            randomness = opt.ledger.extra.get("randomness", "").rstrip(".")
             opt.ledger.extra_update({"randomness": randomness + (
                 "; the simulator's shot sampling reseeded from the OS's CSPRNG (secrets) every "
                 "epoch" if config.secure_mode else
                 "; the simulator's shot sampling seeded from the public --seed (an adversary "
                 "who knows it can reproduce the shot noise: a credited ε then holds only "
-                "against one who does not)")})
+                "against one who does not)") + "."})
         if not data.data_dependent_preprocessing and data.preprocessing:
             opt.ledger.extra_update({"preprocessing": data.preprocessing})
         noise_gen, sampler_gen = opt.generator, train_loader.batch_sampler.generator
