@@ -117,7 +117,7 @@ def _add_train_parser(subparsers) -> None:
                    help="target ε in nats; 'inf' trains without noise (default: %(default)s)")
     p.add_argument("--delta", type=float, default=d.delta, help="target δ (default: %(default)s)")
     p.add_argument("--epochs", type=int, default=d.epochs, help="default: %(default)s")
-    p.add_argument("--batch-size", dest="expected_batch_size", type=int,
+    p.add_argument("--batch-size", dest="expected_batch_size", type=_positive_int,
                    default=d.expected_batch_size,
                    help="loader batch size B; as in Opacus, Poisson sampling uses q = "
                    "1/ceil(N/B), so the expected batch qN can be below B (default: "
@@ -176,8 +176,13 @@ def _add_train_parser(subparsers) -> None:
     p.add_argument("--proven-epsilon-factor", type=float, default=d.proven_epsilon_factor,
                    help="with a credit mode, the artificial noise never drops below the level "
                    "whose proven ε is this factor × --epsilon (default: %(default)s)")
-    p.add_argument("--accountant", default=d.accountant, choices=["rdp", "prv"])
-    p.add_argument("--adjacency", default=d.adjacency, choices=["add_remove", "replace_one"])
+    p.add_argument("--accountant", default=d.accountant, choices=ACCOUNTANT_CHOICES,
+                   help="Opacus accountant of the proven ε: rdp or prv (tighter, slower) "
+                   "(default: %(default)s)")
+    p.add_argument("--adjacency", default=d.adjacency, choices=["add_remove", "replace_one"],
+                   help="neighbouring data sets: add_remove (one example added or removed, "
+                   "Opacus's convention) or replace_one (one example replaced: the noise is "
+                   "calibrated for twice the clip norm) (default: %(default)s)")
     p.add_argument("--seed", type=int, default=d.seed, help="default: %(default)s")
     p.add_argument("--output-dir", default="runs/qshiftdp-train",
                    help="where the ledger, metrics and plots go (default: %(default)s)")
@@ -237,6 +242,18 @@ def _feature_range(text: str):
             raise argparse.ArgumentTypeError(f"needs finite LO < HI in every pair, not {part!r}")
         pairs.append((lo, hi))
     return pairs[0] if len(pairs) == 1 else tuple(pairs)
+
+
+def _positive_int(text: str) -> int:
+    """argparse type: an integer ≥ 1 (the error names the flag)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer. Found {text!r}.") \
+            from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer. Found {text!r}.")
+    return value
 
 
 #: Parameter names in library messages -> the ``qshiftdp train`` flag that sets them.

@@ -485,3 +485,10 @@ def test_train_balanced_split_prints_no_balanced_accuracy(capsys, tmp_path):
     assert code == 0, out.err
     line = next(s for s in out.out.splitlines() if s.startswith("test accuracy:"))
     assert "balanced accuracy" not in line and "WARNING: the classifier" not in out.out
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "two"])
+def test_batch_size_must_be_a_positive_integer_naming_the_flag(value, capsys):
+    assert main(["train", "--batch-size", value]) == 2
+    err = capsys.readouterr().err
+    assert "argument --batch-size: must be a positive integer" in err and repr(value) in err
