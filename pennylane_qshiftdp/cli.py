@@ -249,8 +249,7 @@ def _positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer. Found {text!r}.") \
-            from None
+        value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer. Found {text!r}.")
     return value

@@ -207,6 +207,17 @@ def _flat(results, batch: int, num_meas: int) -> tuple[np.ndarray, tuple]:
     return np.concatenate(cols, axis=1), tuple(c.shape[1] for c in cols)
 
 
+def _forward_rows(fwd, device, *, exact: bool, batch: int, bad: np.ndarray):
+    """The forward tape alone (exact-law draws or the device's own execution): outputs
+    ``(batch, n_out)``, NaN in the rows ``bad``, and each measurement's number of columns."""
+    [res] = (sampling.execute_exact_law([fwd], device) if exact
+             else qml.execute([fwd], device, diff_method=None))
+    out, sizes = _flat(res, batch if fwd.batch_size else 1, len(fwd.measurements))
+    out = np.broadcast_to(out, (batch, out.shape[1])).copy()
+    out[bad] = np.nan
+    return out, sizes
+
+
 def _scalars(tape) -> tuple:
     """Per measurement, whether it returns one number per example (``expval``, ``var``)."""
     return tuple(isinstance(mp, (qml.measurements.ExpectationMP, qml.measurements.VarianceMP))
@@ -542,11 +553,7 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
     device = qnode.device
     exact = sampling.shot_sampling(qnode) == "exact_law" and bool(tape.shots)
     if not diff_idx:
-        [res] = (sampling.execute_exact_law([fwd], device) if exact
-                 else qml.execute([fwd], device, diff_method=None))
-        out, sizes = _flat(res, batch if fwd.batch_size else 1, num_meas)
-        out = np.broadcast_to(out, (batch, out.shape[1])).copy()
-        out[bad] = np.nan
+        out, sizes = _forward_rows(fwd, device, exact=exact, batch=batch, bad=bad)
         return LayerEvaluation(torch.as_tensor(out), torch.zeros(batch, out.shape[1], 0,
                                dtype=torch.float64), [], wjac, [], [], key, single_output,
                                sizes, _scalars(tape))
@@ -761,14 +768,9 @@ def forward_parts(layer, inputs) -> list | None:
     params = [np.asarray(p.numpy() if isinstance(p, torch.Tensor) else p)
               for p in tape.get_parameters(trainable_only=False)]
     fwd = tape.bind_new_parameters(params, list(range(len(params))))
-    if sampling.shot_sampling(qnode) == "exact_law" and tape.shots:
-        [res] = sampling.execute_exact_law([fwd], qnode.device)
-    else:
-        [res] = qml.execute([fwd], qnode.device, diff_method=None)
-    batch = int(inputs.shape[0])
-    out, sizes = _flat(res, batch if fwd.batch_size else 1, len(fwd.measurements))
-    out = np.broadcast_to(out, (batch, out.shape[1])).copy()
-    out[bad] = np.nan
+    exact = sampling.shot_sampling(qnode) == "exact_law" and bool(tape.shots)
+    out, sizes = _forward_rows(fwd, qnode.device, exact=exact, batch=int(inputs.shape[0]),
+                               bad=bad)
     return _split(torch.as_tensor(out).to(inputs.dtype), sizes, _scalars(fwd))
 
 

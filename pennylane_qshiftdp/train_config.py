@@ -44,8 +44,9 @@ class TrainConfig:
     variance_floor: float | None = None  # None: proven from the device noise (certify_device)
     accountant: str = "rdp"
     adjacency: str = "add_remove"
-    seed: int = 0  # shot sampling, Poisson sampling and DP noise (repeatable: not for release)
-    secure_mode: bool = True  # DP noise and Poisson sampling from the OS's CSPRNG; False: seeded
+    seed: int = 0  # data split and initialisation; with secure_mode=False also shot sampling,
+    # Poisson sampling and DP noise (repeatable: not for release)
+    secure_mode: bool = True  # DP noise, Poisson and shot sampling from the OS's CSPRNG
     init_scale: float = 0.01
     output_dir: str | None = None
     test_size: float = 0.25
