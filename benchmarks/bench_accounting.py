@@ -1,6 +1,7 @@
 r"""Accounting benchmark: calibration time, ε against steps (RDP vs PRV), cost of adaptivity.
 
-Three measurements, all through Opacus's accountants (``pennylane_qshiftdp.calibration``):
+Three measurements, all through Opacus's accountants
+(``pennylane_qshiftdp.accountants.calibration``):
 
 1. ``calibration``: wall-clock time of :func:`calibrate_noise_multiplier` (bisection plus the
    conservative re-check) for RDP and PRV over (ε, q, T), with the σ found.
@@ -34,8 +35,11 @@ calibrate_noise_multiplier = compute_epsilon = confidence_multiplier = None
 def _import_heavy() -> None:
     """Import the heavy libraries into this module's namespace (idempotent)."""
     global calibrate_noise_multiplier, compute_epsilon, confidence_multiplier
-    from pennylane_qshiftdp.calibration import calibrate_noise_multiplier, compute_epsilon
-    from pennylane_qshiftdp.noise import confidence_multiplier
+    from pennylane_qshiftdp.accountants.calibration import (
+        calibrate_noise_multiplier,
+        compute_epsilon,
+    )
+    from pennylane_qshiftdp.credit.shot_noise import confidence_multiplier
 
 
 ACCOUNTANTS = ("rdp", "prv")

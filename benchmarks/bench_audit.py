@@ -50,7 +50,7 @@ def _broken_classes():
     """Deliberately broken optimizers, built on the product through subclassing (the seam)."""
     import math
 
-    from pennylane_qshiftdp.optimizer import QShiftDPOptimizer
+    from pennylane_qshiftdp.optimizers.optimizer import QShiftDPOptimizer
 
     class HalfNoise(QShiftDPOptimizer):
         def add_noise(self):

@@ -1,6 +1,6 @@
 r"""Clip-norm strategies at equal tuning budgets: certified, tuned fixed C, adaptive, public.
 
-Every run is the training job (``pennylane_qshiftdp.training.train``, the defaults of
+Every run is the training job (``pennylane_qshiftdp.app.job.train``, the defaults of
 ``qshiftdp train``: 4 qubits, 2 layers, 10 epochs, expected batch 64, Ns = 1000 drawn from the
 exact outcome law, δ = 1e-5, RDP accountant) with seeded noise and sampling
 (``secure_mode=False``), so a seed gives every strategy the same split, initialisation and
@@ -53,9 +53,9 @@ def _delta() -> float:
     """Δ of the job's circuit and loss (the certified clip norm)."""
     import torch
 
+    from pennylane_qshiftdp.app.models import QuantumClassifier
+    from pennylane_qshiftdp.gradients.sensitivity_bound import sensitivity
     from pennylane_qshiftdp.losses import LinearLoss
-    from pennylane_qshiftdp.models import QuantumClassifier
-    from pennylane_qshiftdp.sensitivity import sensitivity
 
     model = QuantumClassifier(4, 2, device="default.qubit", shots=None)
     return sensitivity(model.qnode, inputs=torch.zeros(4, dtype=torch.float64),
@@ -64,7 +64,7 @@ def _delta() -> float:
 
 
 def _run(base, *, strategy, value, delta_bound):
-    from pennylane_qshiftdp.training import train
+    from pennylane_qshiftdp.app.job import train
 
     if strategy == "fixed":
         clip = value * delta_bound
@@ -98,7 +98,7 @@ def _summary(strategy, hyper, value, runs):
 
 
 def run(*, datasets, epsilons, seeds, epochs=None):
-    from pennylane_qshiftdp.training import TrainConfig
+    from pennylane_qshiftdp.app.job import TrainConfig
 
     delta_bound = _delta()
     cells = []

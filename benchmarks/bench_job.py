@@ -33,10 +33,10 @@ def _reference(epochs: int | None) -> None:
     """The non-private reference training (run in its own interpreter by ``main``)."""
     import torch
 
-    from pennylane_qshiftdp.data import load_dataset
+    from pennylane_qshiftdp.app.config import TrainConfig
+    from pennylane_qshiftdp.app.data import load_dataset
+    from pennylane_qshiftdp.app.models import QuantumClassifier
     from pennylane_qshiftdp.losses import LinearLoss
-    from pennylane_qshiftdp.models import QuantumClassifier
-    from pennylane_qshiftdp.train_config import TrainConfig
 
     cfg = TrainConfig()
     epochs = cfg.epochs if epochs is None else epochs
@@ -91,7 +91,7 @@ def main(argv=None) -> int:
     rows = []
     for r in range(args.rounds):
         with tempfile.TemporaryDirectory() as tmp:
-            private = _timed([sys.executable, "-m", "pennylane_qshiftdp.cli", "train",
+            private = _timed([sys.executable, "-m", "pennylane_qshiftdp.app.cli", "train",
                               "--output-dir", str(Path(tmp) / "run"), *extra])
         reference = _timed([sys.executable, str(Path(__file__).resolve()), "--reference",
                             *extra])

@@ -35,7 +35,7 @@ TASKS = {
 
 
 def _chance(task: dict, seed: int) -> tuple[int, float, float]:
-    from pennylane_qshiftdp.data import load_dataset
+    from pennylane_qshiftdp.app.data import load_dataset
 
     ds = load_dataset(task["dataset"], classes=task["classes"], n_features=task["qubits"],
                       seed=seed)
@@ -63,7 +63,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None, help="result directory (default benchmarks/results)")
     args = p.parse_args(argv)
 
-    from pennylane_qshiftdp.training import TrainConfig, train
+    from pennylane_qshiftdp.app.job import TrainConfig, train
 
     if args.quick:
         args.seeds, args.seeds_digits = args.seeds[:1], args.seeds_digits[:1]

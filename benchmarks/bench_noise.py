@@ -3,7 +3,7 @@ r"""Artificial noise variance per step: ``adaptive`` vs ``none``, ``isotropic``,
 For one Poisson-sized batch of B digits examples (0 vs 1, fixed preprocessing, 4 qubits,
 2 StronglyEntanglingLayers, linear loss), the script
 records the parameter-shift shot statistics once and evaluates every credit mode on the *same*
-statistics (``pennylane_qshiftdp.noise.shot_noise_credit``), with σ calibrated by Opacus's RDP
+statistics (``pennylane_qshiftdp.shot_noise_credit``), with σ calibrated by Opacus's RDP
 accountant for (ε, δ = 1e-5, q = B/N, T = 10 epochs) and β = 1e-3 (Bonferroni over T and the
 K = 24 coordinates). Device noise: none (default.qubit) or PennyLane ``DepolarizingChannel(q)``
 with q = 3p/4 for p ∈ {0.01, 0.05} (default.mixed). Weights: ``init`` (the training
@@ -59,21 +59,21 @@ def _import_heavy() -> None:
     global confidence_multiplier, shot_noise_credit, ShotRecorder
     import torch
 
-    from pennylane_qshiftdp.calibration import (
+    from pennylane_qshiftdp.accountants.calibration import (
         calibrate_noise_multiplier,
         compute_epsilon,
         epochs_to_steps,
     )
-    from pennylane_qshiftdp.data import load_dataset
-    from pennylane_qshiftdp.engine import make_private
-    from pennylane_qshiftdp.losses import LinearLoss
-    from pennylane_qshiftdp.models import QuantumClassifier
-    from pennylane_qshiftdp.noise import (
+    from pennylane_qshiftdp.app.data import load_dataset
+    from pennylane_qshiftdp.app.models import QuantumClassifier
+    from pennylane_qshiftdp.credit.shot_noise import (
         artificial_variance,
         confidence_multiplier,
         shot_noise_credit,
     )
-    from pennylane_qshiftdp.shot_statistics import ShotRecorder
+    from pennylane_qshiftdp.gradients.shot_statistics import ShotRecorder
+    from pennylane_qshiftdp.losses import LinearLoss
+    from pennylane_qshiftdp.privacy_engine import make_private
 
 
 MODES = ("none", "depolarizing", "adaptive", "isotropic")

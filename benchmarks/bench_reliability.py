@@ -38,7 +38,7 @@ def main(argv=None) -> int:
 
     import warnings
 
-    from pennylane_qshiftdp.training import TrainConfig, train
+    from pennylane_qshiftdp.app.job import TrainConfig, train
 
     if args.tiny:
         args.quick, args.runs, args.epochs = True, 1, 1

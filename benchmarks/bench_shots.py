@@ -36,7 +36,7 @@ def main(argv=None) -> int:
 
     import warnings
 
-    from pennylane_qshiftdp.training import TrainConfig, train
+    from pennylane_qshiftdp.app.job import TrainConfig, train
 
     if args.tiny or args.quick:
         args.seeds, args.shots = args.seeds[:2], [10, "auto"]

@@ -45,17 +45,17 @@ def _import_heavy() -> None:
     import torch
     from opacus.data_loader import DPDataLoader
 
-    from pennylane_qshiftdp.data import load_dataset
-    from pennylane_qshiftdp.engine import make_private
+    from pennylane_qshiftdp.app.data import load_dataset
+    from pennylane_qshiftdp.app.job import LIGHTNING_QUBITS
+    from pennylane_qshiftdp.app.models import QuantumClassifier
+    from pennylane_qshiftdp.gradients.shot_statistics import ShotRecorder
     from pennylane_qshiftdp.losses import LinearLoss
-    from pennylane_qshiftdp.models import QuantumClassifier
+    from pennylane_qshiftdp.privacy_engine import make_private
     from pennylane_qshiftdp.sampling import use_exact_law
-    from pennylane_qshiftdp.shot_statistics import ShotRecorder
-    from pennylane_qshiftdp.training import LIGHTNING_QUBITS
 
 
 def _dataset(n_train, n_qubits):
-    from pennylane_qshiftdp.data import DIGITS_POOLING_GRIDS
+    from pennylane_qshiftdp.app.data import DIGITS_POOLING_GRIDS
 
     # The digits pooling grids give 1, 2, 4, 8, 16, ... features; other counts (12 qubits) use
     # PCA features (a timing run: the preprocessing's privacy does not matter here).

@@ -126,7 +126,7 @@ def _private_step_fn(devname, n_qubits, layers, shots, x, y, seed, exact_law):
     """One private step of make_private's triple on the fixed batch ``(x, y)``."""
     import warnings
 
-    from pennylane_qshiftdp.models import QuantumClassifier
+    from pennylane_qshiftdp.app.models import QuantumClassifier
     from pennylane_qshiftdp.sampling import use_exact_law
 
     model = QuantumClassifier(n_qubits, layers, device=devname, shots=shots, seed=seed,
@@ -157,7 +157,7 @@ def _private_step_fn(devname, n_qubits, layers, shots, x, y, seed, exact_law):
 
 def _param_shift_step_fn(devname, n_qubits, layers, shots, x, y, seed):
     """One non-private step with PennyLane's own diff_method="parameter-shift"."""
-    from pennylane_qshiftdp.models import QuantumClassifier
+    from pennylane_qshiftdp.app.models import QuantumClassifier
 
     model = QuantumClassifier(n_qubits, layers, device=devname, shots=shots, seed=seed,
                               init_seed=seed, init_scale=0.3)
@@ -228,9 +228,9 @@ STEP_COLUMNS = ["device", "qubits", "batch", "shots", "repeats", "param_shift_s"
 _OLD_STEP_SCRIPT = r"""
 import json, statistics, sys, time, warnings
 import numpy as np, torch
-from pennylane_qshiftdp.engine import make_private
+from pennylane_qshiftdp.privacy_engine import make_private
 from pennylane_qshiftdp.losses import LinearLoss
-from pennylane_qshiftdp.models import QuantumClassifier
+from pennylane_qshiftdp.app.models import QuantumClassifier
 device, n_qubits, layers, shots, batch, repeats = json.loads(sys.argv[1])
 gen = torch.Generator().manual_seed(0)
 x = torch.rand(batch, n_qubits, generator=gen, dtype=torch.float64) * np.pi

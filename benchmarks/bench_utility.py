@@ -69,9 +69,9 @@ def _import_heavy() -> None:
     global torch, TrainConfig, _seed_for, train, QuantumClassifier, sensitivity
     import torch
 
-    from pennylane_qshiftdp.models import QuantumClassifier
-    from pennylane_qshiftdp.sensitivity import sensitivity
-    from pennylane_qshiftdp.training import TrainConfig, _seed_for, train
+    from pennylane_qshiftdp.app.job import TrainConfig, _seed_for, train
+    from pennylane_qshiftdp.app.models import QuantumClassifier
+    from pennylane_qshiftdp.gradients.sensitivity_bound import sensitivity
 
 
 PREPROCESSING = {"digits": "fixed", "breast_cancer": "standardize_pca", "iris": "standardize_pca",

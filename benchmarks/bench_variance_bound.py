@@ -10,7 +10,7 @@ Two measurements, each per cell, with α = β = 1e-3 (one step, one coordinate):
 
 1. ``failure``: the fraction of trials (≥ 20 000 per cell in full mode) in which each bound
    exceeds the true V, with a one-sided 95 % Clopper–Pearson upper limit. Bounds:
-   ``new_free`` (:func:`pennylane_qshiftdp.variance_bounds.variance_lower_bound`, any bounded
+   ``new_free`` (:func:`pennylane_qshiftdp.credit.variance_bounds.variance_lower_bound`, any bounded
    outcome), ``new_two`` (with the exact Clopper–Pearson part, two-outcome circuits),
    ``old_normal`` (V̄ − z·SE with the plug-in Var(s²) = max(m̂₄ − s⁴, 0)/Ns and
    z = Φ⁻¹(1 − α), the previous adaptive bound) and ``old_cantelli`` (same SE,
@@ -61,8 +61,8 @@ def _import_heavy() -> None:
     from scipy.stats import beta as beta_dist
     from scipy.stats import norm
 
-    from pennylane_qshiftdp.shot_statistics import two_point_moments
-    from pennylane_qshiftdp.variance_bounds import variance_lower_bound
+    from pennylane_qshiftdp.credit.variance_bounds import variance_lower_bound
+    from pennylane_qshiftdp.gradients.shot_statistics import two_point_moments
 
 
 def _bounds(rng, shots, examples, probs, trials, alpha):

@@ -52,8 +52,8 @@ def main(argv=None) -> int:
     import torch.distributed as dist
 
     import pennylane_qshiftdp as qs
+    from pennylane_qshiftdp.app.models import QuantumClassifier
     from pennylane_qshiftdp.losses import LinearLoss
-    from pennylane_qshiftdp.models import QuantumClassifier
 
     distributed = not args.single_process
     if distributed:

@@ -11,64 +11,68 @@ quantum and hybrid models;
 default, noise calibrated by an Opacus accountant; arXiv:2602.02962).
 
 Names load on first access: ``import pennylane_qshiftdp`` imports neither torch, PennyLane nor
-Opacus, and the library's names never import the application (``data``, ``models``,
-``training``, ``cli``: the ``qshiftdp`` command and its job).
+Opacus, and the library's names never import the application (:mod:`pennylane_qshiftdp.app`:
+the ``qshiftdp`` command, its training job, data sets and models).
 """
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the static view (type checkers, the API docs); at run time: __getattr__
     from . import audit, losses, qnn, sampling
-    from .accountant import PrivacyLedger
-    from .calibration import calibrate_noise_multiplier, compute_epsilon, plan_shots
-    from .data import Dataset, load_dataset
-    from .engine import make_private
+    from .accountants.calibration import calibrate_noise_multiplier, compute_epsilon, plan_shots
+    from .accountants.ledger import PrivacyLedger
+    from .app.data import Dataset, load_dataset
+    from .app.job import TrainConfig, TrainResult, train
+    from .app.models import HybridClassifier, QuantumClassifier, make_qnode, readout_observables
+    from .credit.shot_noise import CREDIT_MODES, confidence_multiplier, shot_noise_credit
     from .exceptions import (
         PrivacyBudgetExceededError,
         PrivacyWarning,
         SensitivityError,
         UnsupportedMeasurementError,
     )
-    from .models import HybridClassifier, QuantumClassifier, make_qnode, readout_observables
-    from .noise import CREDIT_MODES, confidence_multiplier, shot_noise_credit
-    from .optimizer import QShiftDPOptimizer
-    from .public_clip import domain_gradient_bound
-    from .quantum_layer import check_private_qnode, evaluate_layer, torch_layer_grad_sampler
-    from .sampling import set_shot_sampling, use_exact_law
-    from .sensitivity import Sensitivity, sensitivity
-    from .shot_statistics import ShotRecorder, ShotStatistics
-    from .training import TrainConfig, TrainResult, train
-    from .transform import observable_range, param_shift, shift_rule_coefficients, validate_shots
+    from .grad_sample.torch_layer import torch_layer_grad_sampler
+    from .gradients.observables import observable_range
+    from .gradients.parameter_shift import param_shift, validate_shots
+    from .gradients.sensitivity_bound import Sensitivity, sensitivity
+    from .gradients.shift_rules import shift_rule_coefficients
+    from .gradients.shot_statistics import ShotRecorder, ShotStatistics
+    from .optimizers.optimizer import QShiftDPOptimizer
+    from .optimizers.public_clip import domain_gradient_bound
+    from .privacy_engine import make_private
+    from .qnn.evaluation import evaluate_layer
+    from .qnn.private_qnode import check_private_qnode
+    from .sampling.modes import set_shot_sampling, use_exact_law
 
 #: public name -> the module that defines it (loaded on first access, PEP 562).
 _LIBRARY = {
     "audit": None, "losses": None, "qnn": None, "sampling": None,
-    "PrivacyLedger": "accountant",
-    "calibrate_noise_multiplier": "calibration", "compute_epsilon": "calibration",
-    "plan_shots": "calibration",
-    "make_private": "engine",
+    "PrivacyLedger": "accountants.ledger",
+    "calibrate_noise_multiplier": "accountants.calibration",
+    "compute_epsilon": "accountants.calibration", "plan_shots": "accountants.calibration",
+    "make_private": "privacy_engine",
     "PrivacyBudgetExceededError": "exceptions", "PrivacyWarning": "exceptions",
     "SensitivityError": "exceptions", "UnsupportedMeasurementError": "exceptions",
-    "CREDIT_MODES": "noise", "confidence_multiplier": "noise", "shot_noise_credit": "noise",
-    "QShiftDPOptimizer": "optimizer",
-    "domain_gradient_bound": "public_clip",
-    "check_private_qnode": "quantum_layer", "evaluate_layer": "quantum_layer",
-    "torch_layer_grad_sampler": "quantum_layer",
-    "set_shot_sampling": "sampling", "use_exact_law": "sampling",
-    "Sensitivity": "sensitivity", "sensitivity": "sensitivity",
-    "ShotRecorder": "shot_statistics", "ShotStatistics": "shot_statistics",
-    "observable_range": "transform", "param_shift": "transform",
-    "shift_rule_coefficients": "transform", "validate_shots": "transform",
+    "CREDIT_MODES": "credit.shot_noise", "confidence_multiplier": "credit.shot_noise",
+    "shot_noise_credit": "credit.shot_noise",
+    "QShiftDPOptimizer": "optimizers.optimizer",
+    "domain_gradient_bound": "optimizers.public_clip",
+    "check_private_qnode": "qnn.private_qnode", "evaluate_layer": "qnn.evaluation",
+    "torch_layer_grad_sampler": "grad_sample.torch_layer",
+    "set_shot_sampling": "sampling.modes", "use_exact_law": "sampling.modes",
+    "Sensitivity": "gradients.sensitivity_bound", "sensitivity": "gradients.sensitivity_bound",
+    "ShotRecorder": "gradients.shot_statistics", "ShotStatistics": "gradients.shot_statistics",
+    "observable_range": "gradients.observables", "param_shift": "gradients.parameter_shift",
+    "shift_rule_coefficients": "gradients.shift_rules",
+    "validate_shots": "gradients.parameter_shift",
 }
 #: the application (``qshiftdp train``'s job): loaded only when one of these is asked for.
 _APPLICATION = {
-    "Dataset": "data", "load_dataset": "data",
-    "HybridClassifier": "models", "QuantumClassifier": "models", "make_qnode": "models",
-    "readout_observables": "models",
-    "TrainConfig": "training", "TrainResult": "training", "train": "training",
+    "Dataset": "app.data", "load_dataset": "app.data",
+    "HybridClassifier": "app.models", "QuantumClassifier": "app.models",
+    "make_qnode": "app.models", "readout_observables": "app.models",
+    "TrainConfig": "app.job", "TrainResult": "app.job", "train": "app.job",
 }
 
 
@@ -96,20 +100,6 @@ def __getattr__(name: str):
 
 def __dir__() -> list:
     return sorted(set(globals()) | set(__all__))
-
-
-class _Package(types.ModuleType):
-    """The package module: the submodule :mod:`.sensitivity` shares its name with the public
-    function :func:`sensitivity`; when the import system binds the submodule on the package
-    (whoever imports it first), the function is bound instead, as the eager import did."""
-
-    def __setattr__(self, name, value):
-        if name == "sensitivity" and isinstance(value, types.ModuleType):
-            value = value.sensitivity
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 
 __version__ = "0.1.0.dev0"

@@ -12,13 +12,27 @@ from pennylane.gradients.parameter_shift import _expand_transform_param_shift
 __all__ = [
     "OPACUS_FUNCTORCH_ATTRIBUTE",
     "contract_qjac_with_cjac",
+    "device_rng",
     "expand_transform_param_shift",
+    "prepared_for_functorch",
     "reseed_device",
 ]
 
 #: PennyLane's own expand step for ``param_shift`` (decompose gates without a shift rule,
 #: split trainable Hamiltonian coefficients into single terms).
 expand_transform_param_shift = _expand_transform_param_shift
+
+
+def device_rng(device):
+    """The numpy ``Generator`` with which a PennyLane simulator samples shots, or ``None``.
+
+    default.qubit, lightning.qubit and default.mixed keep it in ``device._rng`` (no public
+    accessor in PennyLane 0.45); lightning's state vector holds the same object.
+    """
+    import numpy as np
+
+    rng = getattr(device, "_rng", None)
+    return rng if isinstance(rng, np.random.Generator) else None
 
 
 def reseed_device(device, seed_sequence) -> None:
@@ -30,8 +44,8 @@ def reseed_device(device, seed_sequence) -> None:
     """
     import numpy as np
 
-    rng = getattr(device, "_rng", None)
-    if not isinstance(rng, np.random.Generator):
+    rng = device_rng(device)
+    if rng is None:
         raise NotImplementedError(
             f"Cannot reseed the shot sampling of device {getattr(device, 'name', device)!r}: "
             f"seeded resume needs default.qubit or lightning.qubit."

@@ -187,7 +187,7 @@ def test_sphinx_roles_become_markdown():
             "σ is :math:`\\sigma \\ge 0` and :attr:`.PrivacyLedger.epsilon`.\n\n"
             "    .. math::\n\n        \\varepsilon \\le \\ln(1/\\delta)\n\n"
             "Example:\n    >>> 1 + 1\n    2\n\nThe loop::\n\n    for x in y: pass\n")
-    out = hooks.convert_docstring(text, "pennylane_qshiftdp.engine.make_private")
+    out = hooks.convert_docstring(text, "pennylane_qshiftdp.privacy_engine.make_private")
     assert ('<autoref identifier="pennylane_qshiftdp.make_private" optional>'
             '<code>make_private</code></autoref>') in out
     assert "<code>torch.Generator</code>" in out and "autoref identifier=\"torch" not in out
@@ -235,7 +235,7 @@ def test_report_images_exist():
 
 
 def test_guide_outputs_list_names_every_metrics_key():
-    from pennylane_qshiftdp.training import PUBLIC_EPOCH_FIELDS
+    from pennylane_qshiftdp.app.records import PUBLIC_EPOCH_FIELDS
 
     lines = GUIDE.read_text(encoding="utf-8").splitlines()
     row = next(r for r in lines if r.startswith("| `metrics.json`, `metrics.csv`"))

@@ -26,7 +26,7 @@ def _metrics_row(text: str) -> str:
 
 
 def test_readme_outputs_list_names_every_metrics_key():
-    from pennylane_qshiftdp.training import PUBLIC_EPOCH_FIELDS
+    from pennylane_qshiftdp.app.records import PUBLIC_EPOCH_FIELDS
 
     row = _metrics_row(README.read_text(encoding="utf-8"))
     missing = [k for k in (*PUBLIC_EPOCH_FIELDS, *METRICS_KEYS) if f"`{k}`" not in row]

@@ -9,23 +9,25 @@ one concept per module:
 * :mod:`~pennylane_qshiftdp.audit.scores`: projection and shot-lattice scores.
 * :mod:`~pennylane_qshiftdp.audit.result`: :class:`AuditResult` and the shared analysis.
 * :mod:`~pennylane_qshiftdp.audit.one_step`: :func:`make_private` and one step on a model
-  (:func:`audit_one_step`) and the one-qubit setting (:func:`audit_setting`), with
-  full-sensitivity canaries on a shot or zero background.
+  (:func:`audit_one_step`), with full-sensitivity canaries;
+* :mod:`~pennylane_qshiftdp.audit.setting`: the one-qubit setting (:func:`audit_setting`) on
+  a shot or zero background.
 * :mod:`~pennylane_qshiftdp.audit.white_box`: the seam — :func:`audit_release` audits any
   ``release(dataset, seed)``; :func:`audit_optimizer` and :func:`audit_optimizer_one_run` audit
   any DP optimizer class (the product's, Opacus's, or a subclass) with crafted gradient canaries.
-* :mod:`~pennylane_qshiftdp.audit.run`: :func:`audit_run` re-runs a finished ``qshiftdp train``
-  job with one-run gradient canaries (``qshiftdp audit --run DIR``).
 * :mod:`~pennylane_qshiftdp.audit.plot`: score histograms with the thresholds.
+
+The audit of a finished ``qshiftdp train`` run (``qshiftdp audit --run DIR``) re-runs the
+application's job, so it lives with it: :func:`pennylane_qshiftdp.app.audit_run.audit_run`.
 
 See docs/audit.md for what each estimator assumes and what its ceiling means.
 """
 
-from .one_step import BACKGROUNDS, SCORES, SETTING_MODES, audit_one_step, audit_setting
+from .one_step import SCORES, audit_one_step
 from .plot import plot_audit, plot_one_run
 from .result import ESTIMATORS, AuditResult, analyse_releases
-from .run import RUN_FILES, audit_run
 from .scores import lattice_score, projection_score
+from .setting import BACKGROUNDS, SETTING_MODES, audit_setting
 from .statistics import (
     ONE_RUN_GUESS_FRACTIONS,
     GDPBound,
@@ -58,7 +60,6 @@ __all__ = [
     "BACKGROUNDS",
     "ESTIMATORS",
     "ONE_RUN_GUESS_FRACTIONS",
-    "RUN_FILES",
     "SCORES",
     "SETTING_MODES",
     "AuditResult",
@@ -71,7 +72,6 @@ __all__ = [
     "audit_optimizer",
     "audit_optimizer_one_run",
     "audit_release",
-    "audit_run",
     "audit_setting",
     "clopper_pearson_lower",
     "clopper_pearson_upper",
@@ -93,3 +93,16 @@ __all__ = [
     "split_half_bound",
     "zero_background",
 ]
+
+
+_MOVED_TO_APP = ("RUN_FILES", "audit_run")
+
+
+def __getattr__(name: str):
+    if name in _MOVED_TO_APP:
+        raise AttributeError(
+            f"`pennylane_qshiftdp.audit.{name}` moved to `pennylane_qshiftdp.app.audit_run."
+            f"{name}` in 0.1.0: it re-runs the application's training job, and the library "
+            f"never imports the application."
+        )
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -44,13 +44,11 @@ noise actually added) refutes the product's guarantee; above the *credited* ε
 Gaussian approximation of shot noise. A configuration that :func:`make_private` or the optimizer
 refuses is reported as refused, with the message.
 
-:func:`audit_setting` is the fixed one-qubit setting (``RY(x) RY(θ)``, ⟨Z⟩, θ = 0.3, 30
-examples with maximal shot variance or zero gradient, a zero-variance canary whose clipped
-gradient is (almost) the full sensitivity C), in which the lattice score once showed ε ≥ 8
-against a claimed ε of 1.99 at :math:`N_s = 2`; :func:`audit_one_step` audits any model, loss,
-data set and canary. Besides the split-half Clopper–Pearson bound every release gets the
-Gaussian-DP bound (:func:`~pennylane_qshiftdp.audit.statistics.gdp_bound`); a trial that crashes
-or releases a non-finite value is a finding, not an exception.
+:func:`audit_one_step` audits any model, loss, data set and canary; the fixed one-qubit setting
+is :func:`~pennylane_qshiftdp.audit.setting.audit_setting`. Besides the split-half
+Clopper–Pearson bound every release gets the Gaussian-DP bound
+(:func:`~pennylane_qshiftdp.audit.statistics.gdp_bound`); a trial that crashes or releases a
+non-finite value is a finding, not an exception.
 
 This module is library code: it imports no data set, model or application code (matplotlib is
 imported only by :func:`plot_audit`).
@@ -67,49 +65,30 @@ References:
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 import warnings
 from collections.abc import Callable, Mapping
 
 import numpy as np
-import pennylane as qml
 import torch
 
 from .._validation import (
     check_delta,
     check_epsilon,
-    check_positive_float,
     check_positive_int,
     check_probability,
 )
-from ..engine import make_private
 from ..exceptions import PrivacyBudgetExceededError, PrivacyWarning, SensitivityError
-from ..losses import BoundedLoss, LinearLoss
-from ..shot_statistics import ShotRecorder
-from ..transform import param_shift
+from ..losses import BoundedLoss
+from ..privacy_engine import make_private
 from .plot import plot_audit
 from .result import AuditResult, analyse_releases
 from .scores import lattice_score, projection_score
 
-__all__ = ["BACKGROUNDS", "SCORES", "SETTING_MODES", "audit_one_step", "audit_setting"]
-
-#: Backgrounds of :func:`audit_setting`: the other examples' gradients.
-BACKGROUNDS = ("shot", "zero")
+__all__ = ["SCORES", "audit_one_step"]
 
 #: Scores computed for every release.
 SCORES = ("projection", "lattice")
-
-#: The modes of :func:`audit_setting`: name -> (credit, max_grad_norm). ``"fixed_clip"`` uses
-#: the ``clip_norm`` argument of :func:`audit_setting` (default 0.5).
-SETTING_MODES = {
-    "none": ("none", "certified"),
-    "depolarizing": ("depolarizing", "certified"),
-    "adaptive": ("adaptive", "certified"),
-    "isotropic": ("isotropic", "certified"),
-    "fixed_clip": ("none", "fixed"),
-    "adaptive_clip": ("none", "adaptive"),
-}
 
 # Exceptions by which make_private or the optimizer refuse a configuration ("refused").
 _REFUSALS = (ValueError, NotImplementedError, SensitivityError, PrivacyBudgetExceededError)
@@ -149,7 +128,7 @@ class _World:
         self.data = torch.utils.data.TensorDataset(xs, ys)
         self.kwargs, self.fresh, self.caught = kwargs, fresh, caught
         self.device_rng = np.random.default_rng(0)
-        self._private = None
+        self._private: tuple | None = None
 
     def _build(self, noise_seed: int):
         built = self.make_model(self.device_rng)
@@ -179,6 +158,7 @@ class _World:
         """One trial: (release vector, proven ε, credited ε)."""
         if self.fresh or self._private is None:
             self._build(noise_seed)
+        assert self._private is not None  # built just above
         model, opt, dl, params, (opt_state, ledger_state, weights) = self._private
         # Reset everything the previous trial changed; fresh seeds for shots and DP noise.
         opt.load_state_dict(opt_state)
@@ -306,28 +286,8 @@ def audit_one_step(make_model: Callable, make_loss: Callable, dataset, canary, *
         ('audited', False, 0.995)
     """
     t0 = time.perf_counter()
-    trials = check_positive_int(trials, "trials")
-    if trials < 4:
-        raise ValueError(f"`trials` must be at least 4 (half select, half evaluate). Found "
-                         f"{trials}.")
-    confidence = check_probability(confidence, "confidence", open_low=True, open_high=True)
-    for key in ("target_epsilon", "target_delta"):
-        if key not in make_private_kwargs:
-            raise ValueError(f"`{key}` must be given (it is passed to make_private). Found "
-                             f"none.")
-    fixed = sorted(set(make_private_kwargs) & set(_FIXED_KWARGS))
-    if fixed:
-        raise ValueError(f"{fixed} are fixed by the audit (one step at q = 1 with seeded "
-                         f"trials). Found {fixed} in the keyword arguments.")
-    check_epsilon(make_private_kwargs["target_epsilon"], "target_epsilon")
-    delta = check_delta(make_private_kwargs["target_delta"], "target_delta")
-    if lattice_step is not None:
-        h = np.asarray(lattice_step, dtype=float)
-        if not np.all(np.isfinite(h) & (h > 0)):
-            raise ValueError(f"`lattice_step` must be positive and finite. Found "
-                             f"{lattice_step!r}.")
-    if not (isinstance(canary, (tuple, list)) and len(canary) == 2):
-        raise TypeError(f"`canary` must be an (x, y) pair. Found {type(canary).__name__}.")
+    trials, confidence, delta = _check_arguments(trials, confidence, make_private_kwargs,
+                                                 lattice_step, canary)
     xs, ys = _as_tensor_dataset(dataset, "dataset")
     cx, cy = (torch.as_tensor(v) for v in canary)
     xs_p = torch.cat([xs, cx.reshape(1, *xs.shape[1:]).to(xs.dtype)])
@@ -352,64 +312,19 @@ def audit_one_step(make_model: Callable, make_loss: Callable, dataset, canary, *
                      initial=initial),
               _World(make_model, loss_fn, xs_p, ys_p, kwargs, fresh=fresh, caught=caught,
                      initial=initial)]
-    seeds = _trial_seeds(seed, trials)
-    releases: list[list] = [[], []]
-    failed: list[list[bool]] = [[], []]
-    errors: list[str] = []
-    claims, credited = [], []
-    width = None
-    for t in range(trials):
-        outcome = []
-        for w, world in enumerate(worlds):
-            dev_seed, noise_seed = (int(s) for s in seeds[w, t])
-            try:
-                rel, eps, cred = world.run(dev_seed, noise_seed)
-                outcome.append((rel, eps, cred, None))
-            except Exception as err:  # noqa: BLE001 - a crash is a finding, not an exception
-                outcome.append((None, None, None, err))
-        errs = [o[3] for o in outcome]
-        if t == 0 and all(isinstance(e, _REFUSALS) for e in errs) and (
-                type(errs[0]) is type(errs[1])):
-            # both worlds refuse the configuration alike: a refusal, not evidence
-            return _refused(label, f"{type(errs[0]).__name__} on D: {errs[0]}", **common)
-        for w, (rel, eps, cred, err) in enumerate(outcome):
-            if err is not None or not np.all(np.isfinite(rel)):
-                failed[w].append(True)
-                where = "D" if w == 0 else "D'"
-                errors.append(f"{type(err).__name__} on {where}: {err}" if err is not None
-                              else f"non-finite release on {where}")
-                releases[w].append(None)
-                continue
-            width = rel.size
-            failed[w].append(False)
-            releases[w].append(rel)
-            claims.append(eps)
-            credited.append(cred)
-        if progress is not None:
-            progress(t + 1, trials)
-    width = 1 if width is None else width
-    rel_d, rel_dp = (np.stack([np.full(width, np.nan) if r is None else r for r in rs])
-                     for rs in releases)
-    fail_d, fail_dp = np.array(failed[0]), np.array(failed[1])
-
-    # Estimated from the first quarter of the trials: inside the selection part of every
-    # estimator, so their evaluation trials stay independent of it.
-    sel = max(1, trials // 4)
-    if canary_direction is None:
-        ok_d, ok_dp = ~fail_d[:sel], ~fail_dp[:sel]
-        direction = (rel_dp[:sel][ok_dp].mean(axis=0) if ok_dp.any() else 0.0) - (
-            rel_d[:sel][ok_d].mean(axis=0) if ok_d.any() else 0.0)
-        direction = np.broadcast_to(np.asarray(direction, dtype=float), (width,))
-        if not np.any(direction) or not np.all(np.isfinite(direction)):
-            direction = np.ones(width)
-    else:
-        direction = np.asarray(canary_direction, dtype=float)
+    run = _run_trials(worlds, _trial_seeds(seed, trials), trials, progress)
+    if run.refusal is not None:
+        return _refused(label, run.refusal, **common)
+    rel_d, rel_dp = run.release_arrays()
+    fail_d, fail_dp = np.array(run.failed[0]), np.array(run.failed[1])
+    direction = _direction(canary_direction, rel_d, rel_dp, fail_d, fail_dp, trials)
     scorers = {"projection": lambda r: projection_score(r, direction)}
     if lattice_step is not None:
         scorers["lattice"] = lambda r: lattice_score(r, lattice_step)
     a = analyse_releases(rel_d, rel_dp, scorers=scorers, delta=delta, confidence=confidence,
-                         fail_d=fail_d, fail_dp=fail_dp, errors=tuple(errors),
+                         fail_d=fail_d, fail_dp=fail_dp, errors=tuple(run.errors),
                          estimators=estimators)
+    claims, credited = run.claims, run.credited
     result = AuditResult(
         label=label, status="audited", message=None, trials=trials, seed=seed,
         target_epsilon=float(kwargs["target_epsilon"]), delta=delta,
@@ -429,182 +344,104 @@ def audit_one_step(make_model: Callable, make_loss: Callable, dataset, canary, *
     return result
 
 
-# ============================================================================ the fixed setting
-def _setting_circuit(q_dep: float):
-    def circuit(inputs, weights):
-        qml.RY(inputs[..., 0], wires=0)
-        qml.RY(weights[0], wires=0)
-        if q_dep:
-            qml.DepolarizingChannel(q_dep, wires=0)
-        return qml.expval(qml.Z(0))
+def _check_arguments(trials, confidence, make_private_kwargs, lattice_step, canary):
+    """The audit's own arguments: ``(trials, confidence, delta)``."""
+    trials = check_positive_int(trials, "trials")
+    if trials < 4:
+        raise ValueError(f"`trials` must be at least 4 (half select, half evaluate). Found "
+                         f"{trials}.")
+    confidence = check_probability(confidence, "confidence", open_low=True, open_high=True)
+    for key in ("target_epsilon", "target_delta"):
+        if key not in make_private_kwargs:
+            raise ValueError(f"`{key}` must be given (it is passed to make_private). Found "
+                             f"none.")
+    fixed = sorted(set(make_private_kwargs) & set(_FIXED_KWARGS))
+    if fixed:
+        raise ValueError(f"{fixed} are fixed by the audit (one step at q = 1 with seeded "
+                         f"trials). Found {fixed} in the keyword arguments.")
+    check_epsilon(make_private_kwargs["target_epsilon"], "target_epsilon")
+    delta = check_delta(make_private_kwargs["target_delta"], "target_delta")
+    if lattice_step is not None:
+        h = np.asarray(lattice_step, dtype=float)
+        if not np.all(np.isfinite(h) & (h > 0)):
+            raise ValueError(f"`lattice_step` must be positive and finite. Found "
+                             f"{lattice_step!r}.")
+    if not (isinstance(canary, (tuple, list)) and len(canary) == 2):
+        raise TypeError(f"`canary` must be an (x, y) pair. Found {type(canary).__name__}.")
+    return trials, confidence, delta
 
-    return circuit
+
+@dataclasses.dataclass
+class _Trials:
+    """The releases of both worlds, trial by trial (``None`` where a trial failed)."""
+
+    releases: list = dataclasses.field(default_factory=lambda: [[], []])
+    failed: list = dataclasses.field(default_factory=lambda: [[], []])
+    errors: list = dataclasses.field(default_factory=list)
+    claims: list = dataclasses.field(default_factory=list)
+    credited: list = dataclasses.field(default_factory=list)
+    width: int | None = None
+    refusal: str | None = None
+
+    def release_arrays(self):
+        """``(trials, width)`` arrays of both worlds, NaN rows for failed trials."""
+        width = 1 if self.width is None else self.width
+        return (np.stack([np.full(width, np.nan) if r is None else r for r in rs])
+                for rs in self.releases)
 
 
-def audit_setting(mode: str | None = None, *, credit: str | None = None, max_grad_norm=None,
-                  shots: int = 2, trials: int = 2000, seed: int = 0, theta: float = 0.3,
-                  num_examples: int = 30, target_epsilon: float = 2.0,
-                  target_delta: float = 1e-5, beta: float = 1e-3, depolarizing=None,
-                  clip_norm: float = 0.5, canary_label: float | None = None,
-                  background: str = "shot", proven_epsilon_factor: float | None = None,
-                  confidence: float = 0.95, plot_path=None, fresh: bool = False,
-                  progress: Callable | None = None,
-                  estimators=("clopper_pearson", "gdp")) -> AuditResult:
-    r"""Audit one step of the one-qubit setting that refuted the first version's shot-noise credit.
+def _run_trials(worlds, seeds, trials: int, progress) -> _Trials:
+    """Run every trial in both worlds; a crash or a non-finite release is a finding.
 
-    Circuit ``RY(x) RY(θ)`` on one qubit, ⟨Z⟩, one weight θ (``theta``), a QNode with
-    ``diff_method=pennylane_qshiftdp.param_shift`` and ``shots`` on ``default.qubit`` (or
-    ``default.mixed`` with a final ``DepolarizingChannel(depolarizing)``), linear loss
-    :math:`\ell = -y f`. :math:`D`: ``num_examples`` examples with :math:`x = -\theta` (both
-    shifted circuits have ⟨Z⟩ = 0: maximal shot variance) and balanced labels ±1
-    (``background="shot"``), or the same inputs with label 0, whose gradients are exactly 0
-    (``background="zero"``: the "zero background" world of Nasr et al., arXiv:2302.07956, in
-    which the release on :math:`D` is the DP noise alone).
-    :math:`D'`: :math:`D` plus the canary :math:`x = \pi/2 - \theta` (both shifted circuits
-    are Z eigenstates: no shot variance without device noise) with label ``canary_label``; its
-    gradient is ``canary_label`` :math:`\cdot (1 - p)` and the certified clip is
-    :math:`C = \Delta = 1`, so the default labels move the release by (almost) the full
-    sensitivity: 1 on the zero background, :math:`1 - 1/(2N_s)` on the shot background (half a
-    lattice step off the lattice, which the ``lattice`` score sees).
-    One step at q = 1 (make_private warns "q = 1"), SGD learning rate 1, budget
-    (``target_epsilon``, ``target_delta``). The ``lattice`` score uses
-    :math:`h = |c|(\lambda_{\max} - \lambda_{\min})/N_s = 1/N_s` (shift coefficient 1/2, ±1
-    outcomes, labels ±1): every sum over :math:`D` lies on :math:`h\mathbb Z`, and the canary
-    adds :math:`(1 - p)\cdot` ``canary_label`` to it.
-
-    Args:
-        mode: a key of :data:`SETTING_MODES` (``"none"``, ``"depolarizing"``,
-            ``"adaptive"``, ``"isotropic"``, ``"fixed_clip"``, ``"adaptive_clip"``); or
-            ``None`` and ``credit``/``max_grad_norm``.
-        credit: shot-noise credit mode (with ``mode=None``; default ``"none"``).
-        max_grad_norm: ``"certified"``, ``"adaptive"`` or a positive float (with
-            ``mode=None``; default ``"certified"``).
-        shots: :math:`N_s \ge 1` per shifted circuit.
-        trials: trials per world, ≥ 4.
-        seed: seeds every trial (repeatable).
-        theta: the weight θ.
-        num_examples: size of :math:`D`, a positive even number.
-        target_epsilon, target_delta: the budget (ε in nats).
-        beta: β of the ``adaptive`` and ``isotropic`` credits.
-        depolarizing: PennyLane ``DepolarizingChannel`` parameter :math:`q_{dep} \in [0, 3/4]`
-            before the measurement; its variance floor :math:`v_{\min}` comes from
-            :func:`qprldp_core.certify_device` (source ``"proven"``). Default 0.25 for
-            ``credit="depolarizing"``, else 0 (noiseless ``default.qubit``).
-        clip_norm: the clip norm of ``mode="fixed_clip"``.
-        canary_label: the canary's label (loss weight), in [-1, 1]; default
-            :math:`1 - 1/(2N_s)` (``"shot"``) or 1 (``"zero"``).
-        background: ``"shot"`` (examples of maximal shot variance) or ``"zero"`` (zero
-            gradients; no ``lattice`` score).
-        estimators: which estimators bound ε (see :func:`audit_one_step`).
-        proven_epsilon_factor: passed to :func:`make_private` with a credit mode (``None``:
-            its default); a large factor lowers the noise floor, which the audit then probes.
-        confidence: joint confidence of the bounds.
-        plot_path: if given, the score histograms are written there (PNG).
-        fresh: rebuild model and make_private for every trial (see :func:`audit_one_step`).
-        progress: optional callback ``progress(done, total)``.
-
-    Returns:
-        AuditResult: see :func:`audit_one_step`; ``label`` is the mode.
-
-    Raises:
-        ValueError: for an unknown mode, a mode together with ``credit``/``max_grad_norm``,
-            or invalid setting parameters.
-
-    Example:
-        >>> r = audit_setting("none", trials=40, seed=1)
-        >>> r.verdict, r.epsilon_lower_bound <= r.claimed_epsilon
-        ('not refuted', True)
+    If both worlds refuse the configuration alike at the first trial, that is a refusal
+    (``refusal`` set), not evidence.
     """
-    if mode is not None:
-        if mode not in SETTING_MODES:
-            raise ValueError(f"`mode` must be one of {tuple(SETTING_MODES)}. Found {mode!r}.")
-        if credit is not None or max_grad_norm is not None:
-            raise ValueError(f"Give either `mode` or `credit`/`max_grad_norm`. Found "
-                             f"mode={mode!r}, credit={credit!r}, "
-                             f"max_grad_norm={max_grad_norm!r}.")
-        credit, max_grad_norm = SETTING_MODES[mode]
-        if max_grad_norm == "fixed":
-            max_grad_norm = check_positive_float(clip_norm, "clip_norm")
-        label = mode
-    else:
-        credit = "none" if credit is None else credit
-        max_grad_norm = "certified" if max_grad_norm is None else max_grad_norm
-        label = next((k for k, v in SETTING_MODES.items()
-                      if v == (credit, max_grad_norm)
-                      or (v == (credit, "fixed") and not isinstance(max_grad_norm, str))),
-                     f"credit={credit}, max_grad_norm={max_grad_norm}")
-    shots = check_positive_int(shots, "shots")
-    theta = float(theta)
-    num_examples = check_positive_int(num_examples, "num_examples")
-    if num_examples % 2 and background == "shot":
-        raise ValueError(f"`num_examples` must be even (balanced labels ±1). Found "
-                         f"{num_examples}.")
-    if background not in BACKGROUNDS:
-        raise ValueError(f"`background` must be one of {BACKGROUNDS}. Found {background!r}.")
-    if canary_label is None:
-        canary_label = 1.0 if background == "zero" else 1.0 - 0.5 / shots
-    if not -1.0 <= float(canary_label) <= 1.0:
-        raise ValueError(f"`canary_label` must be in [-1, 1] (linear loss). Found "
-                         f"{canary_label!r}.")
-    q_dep = (0.25 if credit == "depolarizing" else 0.0) if depolarizing is None else depolarizing
-    q_dep = float(q_dep)
-    if not 0.0 <= q_dep <= 0.75:
-        raise ValueError(f"`depolarizing` must be in [0, 0.75] (PennyLane's q). Found "
-                         f"{depolarizing!r}.")
-    circuit = _setting_circuit(q_dep)
-    use_recorder = credit not in ("none",) and credit is not None
+    run = _Trials()
+    for t in range(trials):
+        outcome: list[tuple] = []
+        for w, world in enumerate(worlds):
+            dev_seed, noise_seed = (int(s) for s in seeds[w, t])
+            try:
+                rel, eps, cred = world.run(dev_seed, noise_seed)
+                outcome.append((rel, eps, cred, None))
+            except Exception as err:  # noqa: BLE001 - a crash is a finding, not an exception
+                outcome.append((None, None, None, err))
+        errs = [o[3] for o in outcome]
+        if t == 0 and all(isinstance(e, _REFUSALS) for e in errs) and (
+                type(errs[0]) is type(errs[1])):
+            run.refusal = f"{type(errs[0]).__name__} on D: {errs[0]}"
+            return run
+        for w, (rel, eps, cred, error) in enumerate(outcome):
+            if error is not None or not np.all(np.isfinite(rel)):
+                run.failed[w].append(True)
+                where = "D" if w == 0 else "D'"
+                run.errors.append(f"{type(error).__name__} on {where}: {error}"
+                                  if error is not None
+                                  else f"non-finite release on {where}")
+                run.releases[w].append(None)
+                continue
+            run.width = rel.size
+            run.failed[w].append(False)
+            run.releases[w].append(rel)
+            run.claims.append(eps)
+            run.credited.append(cred)
+        if progress is not None:
+            progress(t + 1, trials)
+    return run
 
-    def make_model(device_seed):
-        dev = qml.device("default.mixed" if q_dep else "default.qubit", wires=1,
-                         seed=device_seed)
-        recorder = ShotRecorder() if use_recorder else None
-        qnode = qml.QNode(circuit, dev, interface="torch", diff_method=param_shift,
-                          gradient_kwargs={"recorder": recorder} if recorder else {})
-        qnode = qml.set_shots(qnode, shots=shots)
-        layer = qml.qnn.TorchLayer(qnode, {"weights": (1,)}).double()
-        with torch.no_grad():
-            layer.weights.fill_(theta)
-        extra = {"recorder": recorder} if recorder is not None else {}
-        if q_dep:
-            from qprldp_core import certify_device
 
-            cert = certify_device(qnode, epsilon=1.0,
-                                  args=(torch.zeros(1, dtype=torch.float64),
-                                        torch.zeros(1, dtype=torch.float64)))
-            extra.update(variance_floor=float(cert.variance_floor),
-                         variance_floor_source="proven")
-        return layer, extra
-
-    n = num_examples
-    xs = torch.full((n, 1), -theta, dtype=torch.float64)
-    ys = (torch.tensor([1.0, -1.0] * (n // 2), dtype=torch.float64) if background == "shot"
-          else torch.zeros(n, dtype=torch.float64))
-    canary = (torch.tensor([math.pi / 2 - theta], dtype=torch.float64),
-              torch.tensor(float(canary_label), dtype=torch.float64))
-    kwargs = dict(target_epsilon=target_epsilon, target_delta=target_delta,
-                  max_grad_norm=max_grad_norm, credit=credit)
-    if credit in ("adaptive", "isotropic"):
-        kwargs["beta"] = beta
-    if proven_epsilon_factor is not None:
-        kwargs["proven_epsilon_factor"] = proven_epsilon_factor
-    # Shift coefficient |c| = 1/2, outcomes ±1, label weights ±1: sums lie on (1/Ns)ℤ.
-    step = 0.5 * 2.0 / shots
-    # The canary's expected per-example gradient of ℓ = -y f: y (1 - p) sin(π/2) with
-    # p = 4 q_dep / 3; only its sign matters in one dimension.
-    direction = [math.copysign(1.0, float(canary_label)) if canary_label else 1.0]
-    result = audit_one_step(make_model, LinearLoss, torch.utils.data.TensorDataset(xs, ys),
-                            canary, trials=trials, seed=seed,
-                            lattice_step=step if background == "shot" else None,
-                            canary_direction=direction, confidence=confidence, label=label,
-                            fresh=fresh, progress=progress, estimators=estimators, **kwargs)
-    settings = dict(result.settings)
-    settings.update(circuit="RY(x) RY(θ), <Z>, one qubit", theta=theta, shots=shots,
-                    device="default.mixed" if q_dep else "default.qubit",
-                    depolarizing_q=q_dep, canary_x=math.pi / 2 - theta,
-                    canary_label=float(canary_label), data_x=-theta, sample_rate=1.0, lr=1.0,
-                    background=background)
-    result = dataclasses.replace(result, settings=settings)
-    if plot_path is not None:
-        plot_audit(result, plot_path)
-    return result
-
+def _direction(canary_direction, rel_d, rel_dp, fail_d, fail_dp, trials: int) -> np.ndarray:
+    """The projection score's direction: given, or the canary's mean effect estimated on the
+    first quarter of the trials (inside the selection part of every estimator, so their
+    evaluation trials stay independent of it)."""
+    if canary_direction is not None:
+        return np.asarray(canary_direction, dtype=float)
+    width = rel_d.shape[1]
+    sel = max(1, trials // 4)
+    ok_d, ok_dp = ~fail_d[:sel], ~fail_dp[:sel]
+    direction = (rel_dp[:sel][ok_dp].mean(axis=0) if ok_dp.any() else 0.0) - (
+        rel_d[:sel][ok_d].mean(axis=0) if ok_d.any() else 0.0)
+    direction = np.broadcast_to(np.asarray(direction, dtype=float), (width,))
+    if not np.any(direction) or not np.all(np.isfinite(direction)):
+        direction = np.ones(width)
+    return direction

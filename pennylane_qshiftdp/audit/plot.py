@@ -100,7 +100,7 @@ def plot_one_run(result, path) -> None:
     ok = np.isfinite(s)
     if ok.any():
         lo, hi = float(s[ok].min()), float(s[ok].max())
-        bins = np.linspace(lo, hi if hi > lo else lo + 1.0, 51)
+        bins = np.linspace(lo, hi if hi > lo else lo + 1.0, 51).tolist()
         ax.hist(s[ok & ~inc], bins=bins, alpha=0.55, color="tab:blue",
                 label=f"canaries left out ({int((~inc).sum())})")
         ax.hist(s[ok & inc], bins=bins, alpha=0.55, color="tab:orange",

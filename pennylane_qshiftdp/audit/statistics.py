@@ -319,7 +319,7 @@ def split_half_bound(scores_d, scores_dprime, *, delta: float, alpha: float,
 
     u = np.unique(np.concatenate([sel_d, sel_dp]))
     cands = np.concatenate([[-np.inf], (u[:-1] + u[1:]) / 2.0, [np.inf]])
-    best = None
+    best: tuple | None = None
     for direction in (">", "<"):
         tp = _region_counts(sel_dp, cands, direction)
         fp = _region_counts(sel_d, cands, direction)
@@ -330,6 +330,7 @@ def split_half_bound(scores_d, scores_dprime, *, delta: float, alpha: float,
         key = (float(eps[i]), float(gap[i]))
         if best is None or key > best[0]:
             best = (key, float(cands[i]), direction)
+    assert best is not None  # the candidates include ±inf
     _, threshold, direction = best
 
     n_d, n_dp = ev_d.size, ev_dp.size
@@ -837,7 +838,7 @@ def one_run_bound(scores, included, *, delta: float, alpha: float, guesses=None,
     cands = _guess_counts(m, guesses)
     a = alpha / len(cands)
     order = np.argsort(-s, kind="stable")
-    best = None
+    best: tuple | None = None
     for r in cands:
         kp = math.ceil(r / 2)
         kn = r - kp
@@ -845,6 +846,7 @@ def one_run_bound(scores, included, *, delta: float, alpha: float, guesses=None,
         eps = one_run_epsilon(m, r, v, delta=delta, alpha=a)
         if best is None or eps > best[0]:
             best = (eps, r, kp, kn, v)
+    assert best is not None  # at least one guess count
     eps, r, kp, kn, v = best
     return OneRunBound(score=score, canaries=m, guesses=r, k_positive=kp, k_negative=kn,
                        correct=v, epsilon_lower_bound=eps, alpha=a, candidates=tuple(cands))

@@ -42,9 +42,9 @@ import numpy as np
 import torch
 
 from .._validation import check_delta, check_epsilon, check_positive_int, check_probability
-from ..accountant import PrivacyLedger
-from ..calibration import calibrate_noise_multiplier
-from ..optimizer import QShiftDPOptimizer
+from ..accountants.calibration import calibrate_noise_multiplier
+from ..accountants.ledger import PrivacyLedger
+from ..optimizers.optimizer import QShiftDPOptimizer
 from .result import AuditResult, analyse_releases
 from .scores import projection_score
 from .statistics import OneRunBound, max_certifiable_one_run_epsilon, one_run_bound
@@ -237,7 +237,7 @@ def optimizer_release(optimizer_class=QShiftDPOptimizer, *, target_epsilon: floa
 
     Per call: parameters of ``shapes`` (zeros), σ from
     :func:`~pennylane_qshiftdp.calibrate_noise_multiplier` for (``target_epsilon``,
-    ``target_delta``, q = 1, ``steps``), a :class:`~pennylane_qshiftdp.accountant.PrivacyLedger`
+    ``target_delta``, q = 1, ``steps``), a :class:`~pennylane_qshiftdp.PrivacyLedger`
     (for the product's optimizer), and ``optimizer_class(SGD(params, lr), noise_multiplier=σ,
     max_grad_norm=C, expected_batch_size=n, generator=seeded, ...)``. Each of ``steps`` steps sets
     every parameter's ``grad_sample`` to its slice of the crafted gradients (shape ``(n, K)``,
@@ -332,7 +332,7 @@ def optimizer_release(optimizer_class=QShiftDPOptimizer, *, target_epsilon: floa
             claim["credited_epsilon"] = float(ledger.credited_epsilon)
         return out, claim
 
-    release.noise_multiplier = sigma
+    release.noise_multiplier = sigma  # type: ignore[attr-defined]  # read by the audit
     return release
 
 
@@ -464,7 +464,8 @@ def audit_optimizer(optimizer_class=QShiftDPOptimizer, *, target_epsilon: float 
                     canary_norm=canary_norm, background=background, orthogonal=orthogonal,
                     adaptive_clipping=None if adaptive_clipping is None
                     else dict(adaptive_clipping),
-                    noise_multiplier=release.noise_multiplier, white_box=True)
+                    noise_multiplier=release.noise_multiplier,  # type: ignore[attr-defined]
+                    white_box=True)
     return audit_release(release, d, dp, delta=target_delta, trials=trials, seed=seed,
                          target_epsilon=target_epsilon, canary_direction=direction,
                          scores=extra, confidence=confidence, estimators=estimators,

@@ -22,9 +22,10 @@ from opacus.schedulers import ExponentialNoise
 from opacus.validators import ModuleValidator
 
 import pennylane_qshiftdp as qs
-from pennylane_qshiftdp import optimizer as qopt
-from pennylane_qshiftdp.engine import check_per_example_loss
 from pennylane_qshiftdp.losses import LinearLoss
+from pennylane_qshiftdp.optimizers import optimizer as qopt
+from pennylane_qshiftdp.optimizers import secure_noise
+from pennylane_qshiftdp.privacy_engine import check_per_example_loss
 
 EPS, DELTA = 1.99, 1e-5  # the audit's setting: one step at q = 1
 RTOL = 1e-9  # float rounding of a clipped sum of a handful of terms is far below this
@@ -626,17 +627,17 @@ def test_secure_normal_sums_four_box_muller_draws(monkeypatch):
     """Holohan & Braghin arXiv:2107.10138 §5.1 (Opacus's secure_mode): (Z1+Z2+Z3+Z4)/2."""
     stream = np.random.default_rng(0).bytes(16 * 4 * 8)
     chunks = iter([stream])
-    monkeypatch.setattr(qopt.os, "urandom", lambda k: next(chunks)[:k])
-    got = qopt.secure_normal(8)
+    monkeypatch.setattr(secure_noise.os, "urandom", lambda k: next(chunks)[:k])
+    got = secure_noise.secure_normal(8)
     chunks = iter([stream])
-    draws = qopt._box_muller(32).reshape(4, 8)
+    draws = secure_noise._box_muller(32).reshape(4, 8)
     assert np.array_equal(got, draws.sum(axis=0) / 2.0)
-    assert qopt.SECURE_NOISE_DRAWS == 4
+    assert secure_noise.SECURE_NOISE_DRAWS == 4
 
 
 def test_secure_normal_is_standard_normal():
     """20000 draws: mean and variance within 5 standard errors (failure probability < 1e-6)."""
-    z = qopt.secure_normal(20000)
+    z = secure_noise.secure_normal(20000)
     se_mean, se_var = 1 / math.sqrt(20000), math.sqrt(2 / 20000)
     assert abs(z.mean()) < 5 * se_mean
     assert abs(z.var() - 1.0) < 5 * se_var

@@ -1,0 +1,160 @@
+r"""ε of a history of Poisson-subsampled Gaussian steps, composed on Opacus's accountants.
+
+A history is a list of ``(σ, q, steps)`` triples, merged as Opacus's accountants merge them
+(:func:`extend_history`). :func:`epsilon_from_history` composes it with Opacus's
+``RDPAccountant`` (default) or ``PRVAccountant``; no privacy analysis is written here. For the
+RDP accountant the per-step RDP vectors of Opacus's ``compute_rdp`` are cached, which gives
+``RDPAccountant(history).get_epsilon(delta)`` bit for bit without recomputing them at every
+step (without the cache a step costs tens of milliseconds).
+
+All ε are in nats.
+
+References:
+    Mironov, Talwar, Zhang, arXiv:1908.10530 (RDP of the sampled Gaussian mechanism);
+    Gopi, Lee, Wutschitz, arXiv:2106.02848 (PRV); Opacus ``opacus.accountants``.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+from opacus.accountants import PRVAccountant, RDPAccountant
+from opacus.accountants.accountant import IAccountant
+from opacus.accountants.analysis import rdp as rdp_analysis
+
+from .._validation import check_choice, check_positive_float, check_positive_int, check_sample_rate
+
+__all__ = [
+    "ACCOUNTANTS",
+    "check_accountant",
+    "epsilon_from_history",
+    "extend_history",
+    "make_accountant",
+    "normalise_history",
+    "quiet_opacus",
+]
+
+#: Accountants supported by this package, by Opacus mechanism name.
+ACCOUNTANTS: dict[str, type[IAccountant]] = {"rdp": RDPAccountant, "prv": PRVAccountant}
+
+History = list[tuple[float, float, int]]
+
+
+def check_accountant(accountant: str, name: str = "accountant") -> str:
+    """Check an accountant name against :data:`ACCOUNTANTS` (the message lists the choices)."""
+    return check_choice(accountant, name, ACCOUNTANTS)
+
+
+@contextmanager
+def quiet_opacus() -> Iterator[None]:
+    """Silence Opacus warnings that concern tightness, never validity.
+
+    The RDP accountant warns when the optimal order is at the edge of its grid (the bound is
+    then valid but loose); the PRV accountant emits ``divide by zero`` RuntimeWarnings at
+    q = 1 (handled correctly by ``np.where``).
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Optimal order is the", category=UserWarning)
+        warnings.filterwarnings("ignore", message="divide by zero", category=RuntimeWarning)
+        yield
+
+
+def make_accountant(accountant: str = "rdp", history=None) -> IAccountant:
+    """A fresh Opacus accountant of kind ``accountant`` with a copy of ``history``."""
+    acct = ACCOUNTANTS[check_accountant(accountant)]()
+    acct.history = [(float(s), float(q), int(n)) for s, q, n in (history or [])]
+    return acct
+
+
+def extend_history(history, sigma: float, q: float, k: int) -> History:
+    """History after ``k`` more steps at (σ, q), merged exactly as Opacus's ``step`` merges.
+
+    Example:
+        >>> extend_history([(1.0, 0.1, 3)], 1.0, 0.1, 2)
+        [(1.0, 0.1, 5)]
+        >>> extend_history([(1.0, 0.1, 3)], 2.0, 0.1, 1)
+        [(1.0, 0.1, 3), (2.0, 0.1, 1)]
+    """
+    out = list(history)
+    if k <= 0:
+        return out
+    if out and out[-1][0] == sigma and out[-1][1] == q:
+        s, r, n = out.pop()
+        out.append((s, r, n + k))
+    else:
+        out.append((sigma, q, k))
+    return out
+
+
+def normalise_history(history) -> History:
+    """Validate a (σ, q, steps) history read from a state dict and return it as tuples.
+
+    Raises:
+        TypeError: if ``history`` is not a list or tuple.
+        ValueError: for an entry that is not a triple of σ > 0, q ∈ (0, 1] and steps ≥ 1.
+    """
+    if not isinstance(history, list | tuple):
+        raise TypeError(
+            f"`history` must be a list of (sigma, q, steps) triples. Found {history!r}."
+        )
+    out = []
+    for i, entry in enumerate(history):
+        if not isinstance(entry, list | tuple) or len(entry) != 3:
+            raise ValueError(
+                f"`history[{i}]` must be a (noise_multiplier, sample_rate, steps) triple. "
+                f"Found {entry!r}."
+            )
+        s, q, n = entry
+        out.append(
+            (
+                check_positive_float(s, f"history[{i}].noise_multiplier"),
+                check_sample_rate(q, f"history[{i}].sample_rate"),
+                check_positive_int(n, f"history[{i}].steps"),
+            )
+        )
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _unit_rdp(sigma: float, q: float) -> np.ndarray:
+    """Opacus's RDP vector of one sampled-Gaussian step at its default orders (cached)."""
+    with quiet_opacus():
+        rdp = rdp_analysis.compute_rdp(
+            q=q, noise_multiplier=sigma, steps=1, orders=RDPAccountant.DEFAULT_ALPHAS
+        )
+    rdp.setflags(write=False)
+    return rdp
+
+
+def epsilon_from_history(history, *, delta: float, accountant: str = "rdp") -> float:
+    r"""ε (nats, an upper bound) spent by a history of (σ, q, steps) triples at ``delta``.
+
+    ``"rdp"``: bit for bit the computation of Opacus's ``RDPAccountant.get_privacy_spent``
+    (``compute_rdp(..., steps=n)`` is ``compute_rdp(..., steps=1) * n`` and the vectors are
+    summed in history order; the conversion to (ε, δ) is Opacus's ``get_privacy_spent``), with
+    the per-step vectors cached. ``"prv"``: Opacus's ``PRVAccountant``. An empty history has
+    spent ε = 0.
+
+    Example:
+        >>> from opacus.accountants import RDPAccountant
+        >>> acct = RDPAccountant()
+        >>> acct.history = [(1.0, 0.01, 1000)]
+        >>> epsilon_from_history([(1.0, 0.01, 1000)], delta=1e-5) == acct.get_epsilon(1e-5)
+        True
+    """
+    if not history:
+        return 0.0
+    if check_accountant(accountant) == "rdp":
+        rdp = sum([_unit_rdp(float(s), float(q)) * n for s, q, n in history])
+        with quiet_opacus():
+            eps, _ = rdp_analysis.get_privacy_spent(
+                orders=RDPAccountant.DEFAULT_ALPHAS, rdp=rdp, delta=delta
+            )
+        return float(eps)
+    acct = make_accountant(accountant, history)
+    with quiet_opacus():
+        return float(acct.get_epsilon(delta=delta))

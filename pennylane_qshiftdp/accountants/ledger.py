@@ -1,0 +1,619 @@
+r"""The privacy ledger: Opacus accounting plus everything a privacy statement needs.
+
+:class:`PrivacyLedger` wraps an Opacus accountant (``RDPAccountant`` by default,
+``PRVAccountant`` optionally), records the (σ, q, steps) history, the sensitivity Δ, the
+adjacency relation, the shot-noise credit mode and its failure probability β, refuses a step
+*before* it would take the spent ε above the target, round-trips through a versioned JSON form
+for checkpoint/resume, and writes a human-readable privacy statement.
+
+All ε are in nats.
+
+References:
+    Abadi et al., "Deep Learning with Differential Privacy", arXiv:1607.00133.
+    Mironov, Talwar, Zhang, "Rényi Differential Privacy of the Sampled Gaussian Mechanism",
+    arXiv:1908.10530.
+    Gopi, Lee, Wutschitz, "Numerical Composition of Differential Privacy", arXiv:2106.02848.
+    Yousefpour et al., "Opacus: User-Friendly Differential Privacy Library in PyTorch",
+    arXiv:2109.12298.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+from .._validation import (
+    check_beta,
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_positive_float,
+    check_positive_int,
+    check_sample_rate,
+)
+from ..credit.shot_noise import CREDIT_MODES
+from ..exceptions import PrivacyBudgetExceededError, PrivacyWarning
+from .composition import check_accountant, epsilon_from_history, extend_history, make_accountant
+from .persistence import FORMAT_VERSION, ledger_state, normalise_extra, parse_state, write_atomic
+from .statement import privacy_statement
+
+__all__ = ["PrivacyLedger", "ADJACENCIES", "CREDIT_MODES", "FORMAT_VERSION"]
+
+#: Neighbouring-dataset relations. ``replace_one`` requires Δ to include the factor 2.
+ADJACENCIES = ("add_remove", "replace_one")
+
+#: Largest number of steps :meth:`PrivacyLedger.remaining_steps` searches (2**40).
+_MAX_SEARCH_STEPS = 2**40
+
+
+class PrivacyLedger:
+    r"""Opacus-backed privacy ledger for Q-ShiftDP training.
+
+    Each step releases the summed per-example gradients of a Poisson-sampled batch (rate q)
+    plus Gaussian noise of total per-coordinate variance σ²Δ², part of which may be credited to
+    shot noise (``credit_mode``). The ledger records one (σ, q) sampled-Gaussian composition per
+    step in an Opacus accountant and reports the spent ε at ``target_delta`` (an upper bound, in
+    nats). With ``credit_mode="adaptive"`` the shot-noise lower confidence bound fails with
+    probability at most β over the whole run, so the guarantee is (ε, δ + β).
+
+    A step is checked *before* it is taken: :meth:`step` raises
+    :class:`~pennylane_qshiftdp.exceptions.PrivacyBudgetExceededError` and records nothing if
+    the step would take ε above ``target_epsilon``.
+
+    Args:
+        target_epsilon: budget ε > 0, in nats.
+        target_delta: budget δ ∈ (0, 1); should be well below 1 / ``dataset_size``.
+        noise_multiplier: σ > 0, the noise standard deviation in units of Δ.
+        sample_rate: Poisson sampling rate q ∈ (0, 1] (expected batch size / dataset size).
+        sensitivity: per-example sensitivity Δ > 0 of the summed gradient (L2), *already
+            including* the adjacency factor (×2 for ``replace_one``).
+        adjacency: ``"add_remove"`` (neighbours differ by adding/removing one example; Opacus's
+            convention) or ``"replace_one"`` (one example replaced; Δ doubled by the caller).
+        credit_mode: ``"none"``, ``"depolarizing"``, ``"adaptive"`` or ``"isotropic"``
+            (docs/noise.md).
+        beta: failure probability β of the adaptive credit: in (0, 1) for ``"adaptive"``,
+            exactly 0 otherwise.
+        accountant: ``"rdp"`` (Opacus ``RDPAccountant``, default) or ``"prv"``.
+        dataset_size: number N of training examples, or ``None``. When given, δ ≥ 1/N gives a
+            :class:`~pennylane_qshiftdp.exceptions.PrivacyWarning`, and the statement shows the
+            expected batch size qN.
+        preprocessing_note: which data-dependent statistics are *not* protected (e.g. the
+            mean and principal components of the training data), or ``None`` if the
+            preprocessing is data-independent.
+        extra: extra JSON-able metadata (e.g. the per-part breakdown of Δ), or ``None``. A
+            key ``"preprocessing"`` (text) describes data-independent preprocessing; without a
+            ``preprocessing_note`` the statement then says the guarantee covers the raw
+            examples.
+
+    Raises:
+        ValueError: if a parameter is out of range or a choice is unknown.
+        TypeError: if a parameter has the wrong type or ``extra`` is not JSON-able.
+
+    Warns:
+        PrivacyWarning: if ``dataset_size`` is given and ``target_delta >= 1 / dataset_size``.
+
+    References:
+        Abadi et al., arXiv:1607.00133; Mironov, Talwar, Zhang, arXiv:1908.10530;
+        Opacus ``opacus.accountants``.
+
+    Example:
+        >>> ledger = PrivacyLedger(
+        ...     target_epsilon=1.0, target_delta=1e-5, noise_multiplier=1.5,
+        ...     sample_rate=0.01, sensitivity=2.0,
+        ... )
+        >>> for _ in range(100):
+        ...     _ = ledger.step()
+        >>> ledger.steps, ledger.history
+        (100, [(1.5, 0.01, 100)])
+        >>> print(f"{ledger.epsilon:.3f}")
+        0.465
+        >>> ledger.would_exceed(10_000)
+        True
+        >>> PrivacyLedger.from_json(ledger.to_json()).epsilon == ledger.epsilon
+        True
+    """
+
+    def __init__(
+        self,
+        *,
+        target_epsilon: float,
+        target_delta: float,
+        noise_multiplier: float,
+        sample_rate: float,
+        sensitivity: float,
+        adjacency: str = "add_remove",
+        credit_mode: str = "none",
+        beta: float = 0.0,
+        accountant: str = "rdp",
+        dataset_size: int | None = None,
+        preprocessing_note: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ):
+        self._configure(
+            target_epsilon=target_epsilon,
+            target_delta=target_delta,
+            noise_multiplier=noise_multiplier,
+            sample_rate=sample_rate,
+            sensitivity=sensitivity,
+            adjacency=adjacency,
+            credit_mode=credit_mode,
+            beta=beta,
+            accountant=accountant,
+            dataset_size=dataset_size,
+            preprocessing_note=preprocessing_note,
+            extra=extra,
+        )
+        self._acct = make_accountant(self._accountant_name)
+        self._proven: list[tuple[float, float, int]] = []
+        self._credited: list[tuple[float, float, int]] = []
+        self._eps_cache: tuple[tuple, float] | None = None
+
+    # ------------------------------------------------------------------ configuration
+    def _configure(
+        self,
+        *,
+        target_epsilon,
+        target_delta,
+        noise_multiplier,
+        sample_rate,
+        sensitivity,
+        adjacency,
+        credit_mode,
+        beta,
+        accountant,
+        dataset_size,
+        preprocessing_note,
+        extra,
+    ) -> None:
+        eps = check_epsilon(target_epsilon, "target_epsilon")
+        delta = check_delta(target_delta, "target_delta")
+        sigma = check_positive_float(noise_multiplier, "noise_multiplier")
+        q = check_sample_rate(sample_rate, "sample_rate")
+        sens = check_positive_float(sensitivity, "sensitivity")
+        adjacency = check_choice(adjacency, "adjacency", ADJACENCIES)
+        credit_mode = check_choice(credit_mode, "credit_mode", CREDIT_MODES)
+        beta = check_beta(beta, "beta", required=credit_mode in ("adaptive", "isotropic"))
+        if delta + beta >= 1.0:
+            raise ValueError(
+                f"`target_delta` + `beta` must be below 1. Found {delta} + {beta} = {delta + beta}."
+            )
+        accountant = check_accountant(accountant)
+        if dataset_size is not None:
+            dataset_size = check_positive_int(dataset_size, "dataset_size")
+        if preprocessing_note is not None and not isinstance(preprocessing_note, str):
+            raise TypeError(
+                f"`preprocessing_note` must be a str or None. Found {preprocessing_note!r}."
+            )
+        extra = normalise_extra(extra)
+
+        if dataset_size is not None and delta >= 1.0 / dataset_size:
+            warnings.warn(
+                f"`target_delta`={delta} is not below 1/`dataset_size` = 1/{dataset_size} = "
+                f"{1.0 / dataset_size:.3g}: a mechanism that publishes one random example in "
+                f"full satisfies such a δ. Choose δ well below 1/N (e.g. 1e-5).",
+                PrivacyWarning,
+                stacklevel=3,
+            )
+        if dataset_size is not None and beta > 0 and delta + beta >= 1.0 / dataset_size:
+            warnings.warn(
+                f"`target_delta` + `beta` = {delta + beta:g} is not below 1/`dataset_size` = "
+                f"{1.0 / dataset_size:.3g}: the reported (ε, δ + β) guarantee is then "
+                f"meaningless. Choose β well below 1/N (e.g. 1e-6).",
+                PrivacyWarning,
+                stacklevel=3,
+            )
+
+        self._target_epsilon = eps
+        self._target_delta = delta
+        self._noise_multiplier = sigma
+        self._sample_rate = q
+        self._sensitivity = sens
+        self._adjacency = adjacency
+        self._credit_mode = credit_mode
+        self._beta = beta
+        self._accountant_name = accountant
+        self._dataset_size = dataset_size
+        self._preprocessing_note = preprocessing_note
+        self._extra = extra
+
+    # ------------------------------------------------------------------ read-only metadata
+    @property
+    def target_epsilon(self) -> float:
+        """Budget ε (nats)."""
+        return self._target_epsilon
+
+    @property
+    def target_delta(self) -> float:
+        """Budget δ."""
+        return self._target_delta
+
+    @property
+    def delta(self) -> float:
+        """The δ at which :attr:`epsilon` is reported (= ``target_delta``)."""
+        return self._target_delta
+
+    @property
+    def beta(self) -> float:
+        """Failure probability β of the adaptive shot-noise credit (0 in other modes)."""
+        return self._beta
+
+    @property
+    def total_delta(self) -> float:
+        """δ + β: the δ of the overall (ε, δ + β) guarantee (= δ unless adaptive)."""
+        return self._target_delta + self._beta
+
+    @property
+    def noise_multiplier(self) -> float:
+        """σ, the noise standard deviation in units of Δ."""
+        return self._noise_multiplier
+
+    @property
+    def sample_rate(self) -> float:
+        """Poisson sampling rate q."""
+        return self._sample_rate
+
+    @property
+    def sensitivity(self) -> float:
+        """Per-example sensitivity Δ (adjacency factor included)."""
+        return self._sensitivity
+
+    @property
+    def adjacency(self) -> str:
+        """``"add_remove"`` or ``"replace_one"``."""
+        return self._adjacency
+
+    @property
+    def credit_mode(self) -> str:
+        """Shot-noise credit mode."""
+        return self._credit_mode
+
+    @property
+    def accountant(self) -> str:
+        """Opacus mechanism name of the accountant: ``"rdp"`` or ``"prv"``."""
+        return self._accountant_name
+
+    @property
+    def dataset_size(self) -> int | None:
+        """Number of training examples N, if known."""
+        return self._dataset_size
+
+    @property
+    def expected_batch_size(self) -> float | None:
+        """q·N if the dataset size is known, else ``None``."""
+        if self._dataset_size is None:
+            return None
+        return self._sample_rate * self._dataset_size
+
+    @property
+    def preprocessing_note(self) -> str | None:
+        """Which data-dependent statistics are not protected, or ``None``."""
+        return self._preprocessing_note
+
+    @property
+    def extra(self) -> dict[str, Any] | None:
+        """A copy of the extra metadata."""
+        return None if self._extra is None else json.loads(json.dumps(self._extra))
+
+    def extra_update(self, items: dict[str, Any]) -> None:
+        """Add JSON-able metadata (e.g. provenance) to :attr:`extra`.
+
+        Raises:
+            TypeError: if ``items`` is not a JSON-able dict.
+        """
+        merged = dict(self._extra or {})
+        merged.update(items)
+        self._extra = normalise_extra(merged)
+
+    # ------------------------------------------------------------------ accounting
+    @property
+    def history(self) -> list[tuple[float, float, int]]:
+        """A copy of the accountant's history: a list of (σ, q, steps) triples."""
+        return list(self._acct.history)
+
+    @property
+    def steps(self) -> int:
+        """Number of steps recorded so far."""
+        return sum(n for _, _, n in self._acct.history)
+
+    def _epsilon_of(self, history) -> float:
+        if not history:
+            return 0.0
+        # The budget check, the step and the proven ε of one step compose the same history
+        # (without a credit mode): remember the last few compositions.
+        key = tuple(map(tuple, history))
+        memo = self.__dict__.setdefault("_epsilon_memo", {})
+        if key in memo:
+            return memo[key]
+        eps = epsilon_from_history(history, delta=self._target_delta,
+                                   accountant=self._accountant_name)
+        if len(memo) >= 8:
+            memo.pop(next(iter(memo)))
+        memo[key] = eps
+        return eps
+
+    @property
+    def planned_epsilon(self) -> float:
+        """ε (nats) of the plan: every step so far at the σ set for it.
+
+        That σ is the calibrated one unless a noise scheduler changed it (the optimizer passes
+        the σ actually set to :meth:`step`). The budget check (:meth:`would_exceed`,
+        :meth:`step`) uses this data-independent history, so when a run stops never depends on
+        the private data.
+        """
+        key = tuple(self._acct.history)
+        if self._eps_cache is None or self._eps_cache[0] != key:
+            self._eps_cache = (key, self._epsilon_of(self._acct.history))
+        return self._eps_cache[1]
+
+    @property
+    def credited_history(self) -> list[tuple[float, float, int]]:
+        """(σ_t, q, steps) of the credited noise: added noise plus credited shot noise.
+
+        Empty without a credit mode (then the credited guarantee is the proven one).
+        """
+        return list(self._credited)
+
+    @property
+    def credited_epsilon(self) -> float:
+        r"""ε (nats) of the Q-ShiftDP credited guarantee (an approximation).
+
+        Composes, per step, :math:`\sigma^{cr}_t = \sqrt{\min_k(\text{added}_k +
+        \text{credit}_k)}/C`: valid only if the credited shot noise acts as independent
+        Gaussian noise (central limit theorem), and for ``adaptive``/``isotropic`` only outside
+        the failure event of probability β. Without a credit mode it equals :attr:`epsilon`.
+        """
+        if self._credit_mode == "none":
+            return self.proven_epsilon
+        return self._cached_epsilon("_credited_cache", self._credited)
+
+    def _cached_epsilon(self, slot: str, history) -> float:
+        """ε of ``history``, cached in attribute ``slot`` until the history changes."""
+        key = tuple(history)
+        cache = getattr(self, slot, None)
+        if cache is None or cache[0] != key:
+            cache = (key, self._epsilon_of(history))
+            setattr(self, slot, cache)
+        return cache[1]
+
+    @property
+    def proven_history(self) -> list[tuple[float, float, int]]:
+        r"""(σ_t, q, steps) triples of the Gaussian noise actually added.
+
+        σ_t is the smallest per-coordinate standard deviation of the Gaussian noise added at
+        step t divided by the clip norm; shot noise is not counted. The optimizer never lets it
+        depend on the batch (a data-dependent noise level would leak through the variance).
+        """
+        return list(self._proven)
+
+    @property
+    def proven_epsilon(self) -> float:
+        """ε (nats) proven from the Gaussian noise actually added (no approximation)."""
+        return self._cached_epsilon("_proven_cache", self._proven)
+
+    @property
+    def epsilon(self) -> float:
+        """ε spent so far at δ = ``target_delta`` (nats): the proven guarantee.
+
+        It is composed by the accountant from the noise actually added at each step
+        (:attr:`proven_history`); no assumption on shot noise.
+        """
+        return self.proven_epsilon
+
+    def epsilon_after(self, steps: int, *, noise_multiplier: float | None = None) -> float:
+        r"""Planned ε (nats) after ``steps`` more steps at (σ, q).
+
+        Args:
+            steps: number of further steps, ≥ 0.
+            noise_multiplier: the σ > 0 those steps will use (the one actually set, e.g. by
+                a noise scheduler; data-independent); default the calibrated σ.
+
+        Returns:
+            ε at δ = ``target_delta``, an upper bound.
+
+        Raises:
+            ValueError: if ``steps`` < 0.
+        """
+        k = self._check_nonnegative_steps(steps)
+        if k == 0:
+            return self.planned_epsilon
+        sigma = (self._noise_multiplier if noise_multiplier is None
+                 else check_positive_float(noise_multiplier, "noise_multiplier"))
+        return self._epsilon_of(extend_history(self._acct.history, sigma, self._sample_rate, k))
+
+    def would_exceed(self, steps: int = 1, *, noise_multiplier: float | None = None) -> bool:
+        """Whether ``steps`` more steps would take ε above ``target_epsilon``.
+
+        Args:
+            steps: number of further steps, ≥ 1.
+            noise_multiplier: the σ those steps will use (default the calibrated σ).
+
+        Returns:
+            ``True`` if ``epsilon_after(steps, noise_multiplier=...) > target_epsilon``.
+        """
+        steps = check_positive_int(steps, "steps")
+        return self.epsilon_after(steps, noise_multiplier=noise_multiplier) > self._target_epsilon
+
+    def step(self, *, noise_multiplier: float | None = None,
+             proven_noise_multiplier: float | None = None,
+             credited_noise_multiplier: float | None = None) -> float:
+        """Record one step, after checking that the plan stays within the budget.
+
+        Args:
+            noise_multiplier: the σ set for this step (data-independent: the calibrated σ, or
+                what a noise scheduler set); the budget check composes it. Default: the
+                calibrated σ.
+            proven_noise_multiplier: σ_t of the Gaussian noise actually added at this step
+                (smallest per-coordinate standard deviation over the clip norm; it must not
+                depend on the batch); defaults to the planned σ.
+            credited_noise_multiplier: with a credit mode, the step's credited σ_t (added noise
+                plus credited shot noise; default: the proven σ_t, nothing credited); refused
+                without a credit mode.
+
+        Returns:
+            ε of the calibrated plan after the step (nats; see :attr:`planned_epsilon`).
+
+        Raises:
+            PrivacyBudgetExceededError: if the step would take the planned ε above
+                ``target_epsilon``; nothing is recorded then.
+            ValueError: for a non-positive σ_t, or a credited σ_t without a credit mode.
+        """
+        proven = (self._noise_multiplier if proven_noise_multiplier is None
+                  else check_positive_float(proven_noise_multiplier, "proven_noise_multiplier"))
+        if credited_noise_multiplier is not None and self._credit_mode == "none":
+            raise ValueError(
+                f"`credited_noise_multiplier` needs a credit mode (credit_mode='none'). Found "
+                f"{credited_noise_multiplier!r}."
+            )
+        credited = None
+        if self._credit_mode != "none":  # nothing credited unless said: the proven σ_t
+            credited = (proven if credited_noise_multiplier is None else check_positive_float(
+                credited_noise_multiplier, "credited_noise_multiplier"))
+        planned = (self._noise_multiplier if noise_multiplier is None
+                   else check_positive_float(noise_multiplier, "noise_multiplier"))
+        new_history = extend_history(self._acct.history, planned, self._sample_rate, 1)
+        new_eps = self._epsilon_of(new_history)
+        if new_eps > self._target_epsilon:
+            raise PrivacyBudgetExceededError(
+                f"Privacy budget exceeded: step {self.steps + 1} would spend ε = {new_eps:.6g} "
+                f"> target ε = {self._target_epsilon:.6g} (δ = {self._target_delta:g}); "
+                f"ε spent so far is {self.planned_epsilon:.6g} after {self.steps} steps. "
+                f"The step was not taken."
+            )
+        self._acct.step(noise_multiplier=planned, sample_rate=self._sample_rate)
+        self._proven = extend_history(self._proven, proven, self._sample_rate, 1)
+        if credited is not None:
+            self._credited = extend_history(self._credited, credited, self._sample_rate, 1)
+        self._eps_cache = (tuple(self._acct.history), new_eps)
+        return new_eps
+
+    def remaining_steps(self) -> int:
+        """How many more steps at (σ, q) fit in the budget.
+
+        Returns:
+            The largest k ≥ 0 with ``epsilon_after(k) <= target_epsilon`` (searched up to
+            2**40).
+        """
+        if self.would_exceed(1):
+            return 0
+        lo, hi = 1, 2
+        while not self.would_exceed(hi):
+            lo, hi = hi, 2 * hi
+            if hi > _MAX_SEARCH_STEPS:
+                return lo
+        while hi - lo > 1:  # invariant: lo fits, hi exceeds
+            mid = (lo + hi) // 2
+            if self.would_exceed(mid):
+                hi = mid
+            else:
+                lo = mid
+        return lo
+
+    @staticmethod
+    def _check_nonnegative_steps(steps) -> int:
+        if steps == 0 and not isinstance(steps, bool):
+            return 0
+        return check_positive_int(steps, "steps")
+
+    # ------------------------------------------------------------------ persistence
+    def state_dict(self) -> dict[str, Any]:
+        """A JSON-able snapshot of the whole ledger (history, steps and all metadata).
+
+        Returns:
+            A dict with ``"format_version": 2``; also ``"opacus_version"``, for information
+            (:func:`~pennylane_qshiftdp.accountants.persistence.ledger_state`).
+        """
+        return ledger_state(self)
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Replace this ledger's configuration and history with those of ``state_dict``.
+
+        Args:
+            state_dict: a dict produced by :meth:`state_dict` (possibly via JSON).
+
+        Raises:
+            ValueError: if the format version is unknown, a key is missing, a value is out of
+                range, or ``steps`` disagrees with the history.
+        """
+        state = parse_state(state_dict)
+        self._configure(**state.config)
+        steps = sum(n for _, _, n in state.planned)
+        if self._credit_mode != "none" and state.version >= 2 and sum(
+                n for _, _, n in state.credited) != steps:
+            raise ValueError(
+                f"`credited_history` must cover the same {steps} steps as `history` with credit "
+                f"mode {self._credit_mode!r}.")
+        self._acct = make_accountant(self._accountant_name, state.planned)
+        self._proven = list(state.proven)
+        self._credited = list(state.credited) if self._credit_mode != "none" else []
+        if self._credit_mode != "none" and state.version < 2:
+            self._credited = list(state.planned)  # v1 recorded only the calibrated σ
+        self._eps_cache = None
+        self._proven_cache = None
+        self._credited_cache = None
+
+    @classmethod
+    def from_state_dict(cls, state_dict: dict[str, Any]) -> PrivacyLedger:
+        """A new ledger restored from :meth:`state_dict` output."""
+        ledger = cls.__new__(cls)
+        ledger._eps_cache = None
+        ledger.load_state_dict(state_dict)
+        return ledger
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """The :meth:`state_dict` as a JSON string (floats round-trip exactly)."""
+        return json.dumps(self.state_dict(), indent=indent, allow_nan=False)
+
+    @classmethod
+    def from_json(cls, s: str) -> PrivacyLedger:
+        """A new ledger restored from :meth:`to_json` output.
+
+        Raises:
+            ValueError: if ``s`` is not valid JSON or not a valid ledger state.
+        """
+        return cls.from_state_dict(json.loads(s))
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write :meth:`to_json` to ``path`` atomically (write to a temporary file, then rename).
+
+        Returns:
+            The path written.
+        """
+        return write_atomic(path, self.to_json())
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> PrivacyLedger:
+        """A new ledger read from a file written by :meth:`save`."""
+        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+
+    # ------------------------------------------------------------------ reporting
+    def statement(self, *, diagnostics: dict[str, Any] | None = None) -> str:
+        r"""A human-readable privacy statement for the run recorded so far.
+
+        See :func:`~pennylane_qshiftdp.accountants.statement.privacy_statement` (what each line
+        says, and which parts are withheld unless ``diagnostics`` is given).
+
+        Args:
+            diagnostics: ``None`` (default) for a statement of data-independent facts only, or
+                a dict of diagnostics computed from the private batches and released beside it
+                (NOT protected; added to the statement, marked as such).
+
+        Returns:
+            A multi-line string.
+
+        Raises:
+            TypeError: if ``diagnostics`` is neither ``None`` nor a dict.
+        """
+        return privacy_statement(self, diagnostics=diagnostics)
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(epsilon={self.epsilon:.6g}, "
+            f"target_epsilon={self._target_epsilon!r}, target_delta={self._target_delta!r}, "
+            f"steps={self.steps}, noise_multiplier={self._noise_multiplier!r}, "
+            f"sample_rate={self._sample_rate!r}, sensitivity={self._sensitivity!r}, "
+            f"adjacency={self._adjacency!r}, credit_mode={self._credit_mode!r}, "
+            f"beta={self._beta!r}, accountant={self._accountant_name!r})"
+        )

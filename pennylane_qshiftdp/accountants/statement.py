@@ -1,0 +1,326 @@
+r"""The human-readable privacy statement of a :class:`~.PrivacyLedger`.
+
+The first line is the guarantee and says what it covers and what it does not; the other lines
+say what is protected, the sampling, the mechanism, the accountant, the steps, the shot-noise
+credit and its assumption, the preprocessing, the randomness and the software. Only public
+properties of the ledger are read, so the statement is a function of what the ledger records.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import opacus
+
+__all__ = ["privacy_statement"]
+
+_ACCOUNTANT_NAMES = {
+    "rdp": "RDPAccountant (Rényi DP of the sampled Gaussian mechanism, Mironov et al. "
+    "arXiv:1908.10530, converted to (ε, δ) by Balle et al. arXiv:1905.09982 Thm. 21)",
+    "prv": "PRVAccountant (numerical composition of privacy loss random variables, Gopi et al. "
+    "arXiv:2106.02848; the upper end of its error bracket is reported)",
+}
+
+
+def _fmt(x: float) -> str:
+    """Compact, round-trip-safe enough number formatting for statements."""
+    return f"{x:.6g}"
+
+
+def privacy_statement(ledger, *, diagnostics: dict[str, Any] | None = None) -> str:
+    r"""A human-readable privacy statement for the run recorded so far.
+
+    The first line is the guarantee and says what it covers and what it does not
+    (data-dependent preprocessing, written diagnostics, steps outside Poisson sampling).
+    Then: what is protected (each training example's membership, under the adjacency
+    relation), the sampling, the mechanism (σ, C), the accountant and its version, the
+    number of steps, the Gaussian approximation of shot noise when a credit mode is on, and
+    the preprocessing.
+
+    Nothing in it is computed from the private batches unless ``diagnostics`` is given:
+    with a credit mode the credited ε (a function of the batches' shot statistics) is then
+    withheld, and whether a certified clip bound is not reported.
+
+    Args:
+        diagnostics: ``None`` (default) for a statement of data-independent facts only. A
+            dict says that diagnostics computed from the private batches were released
+            beside the statement (they are NOT protected) and adds them, marked as such:
+            ``"written_to"`` (list of file names), ``"per_example_gradients"`` and
+            ``"certified_clip_binding"`` (counts over the run) are described in words, any
+            other JSON-able entry is listed; the credited ε is shown.
+
+    Returns:
+        A multi-line string.
+
+    Raises:
+        TypeError: if ``diagnostics`` is neither ``None`` nor a dict.
+
+    Example:
+        >>> from pennylane_qshiftdp.accountants import PrivacyLedger
+        >>> ledger = PrivacyLedger(target_epsilon=1.0, target_delta=1e-5,
+        ...                        noise_multiplier=2.0, sample_rate=0.1, sensitivity=1.0)
+        >>> print(privacy_statement(ledger).splitlines()[0])  # doctest: +NORMALIZE_WHITESPACE
+        Guarantee: (ε, δ) = (0, 1e-05)-differential privacy (ε in nats; target ε = 1) for
+        the training examples (add/remove-one adjacency) as they reach the private training
+        loop; NOT for any preprocessing fitted on the data before that point (none
+        declared).
+    """
+    if diagnostics is not None and not isinstance(diagnostics, dict):
+        raise TypeError(f"`diagnostics` must be None or a dict. Found "
+                        f"{type(diagnostics).__name__}.")
+    credited = ledger.credited_epsilon if diagnostics is not None else None
+    steps = ledger.steps
+    sigma, q, sens = ledger.noise_multiplier, ledger.sample_rate, ledger.sensitivity
+    extra = ledger.extra or {}
+    lines = []
+    violations = extra.get("steps_without_poisson_batch", 0)
+    if violations:
+        lines.append(f"NO GUARANTEE for this run: {violations} step(s) used no batch drawn "
+                     f"from the Poisson-sampling loader returned by make_private; the "
+                     f"guarantee below assumes Poisson sampling and DOES NOT HOLD.")
+    lines.append(_coverage_text(ledger, diagnostics))
+    lines.append("Privacy statement of pennylane-qshiftdp (Q-ShiftDP) for the run recorded "
+                 "so far.")
+    if ledger.credit_mode != "none":
+        beta_text = (
+            f", with β = {ledger.beta:g} the probability that the adaptive shot-noise "
+            f"variance bound fails at any step of the run" if ledger.beta > 0 else ""
+        )
+        label = "(ε, δ + β)" if ledger.beta > 0 else "(ε, δ)"
+        if credited is None:
+            lines.append(
+                f"Credited Q-ShiftDP guarantee (an APPROXIMATION, not proven): {label} = "
+                f"(ε withheld, {_fmt(ledger.total_delta)}) if the credited shot noise acted "
+                f"as Gaussian noise{beta_text}. Its ε is computed from the private batches' "
+                f"shot statistics, so it is itself NOT protected and is not shown; pass "
+                f"diagnostics (`qshiftdp train --diagnostics`) to release it, marked as "
+                f"such (target ε = {_fmt(ledger.target_epsilon)})."
+            )
+        else:
+            lines.append(
+                f"Credited Q-ShiftDP guarantee (an APPROXIMATION, not proven): {label} = "
+                f"({_fmt(credited)}, {_fmt(ledger.total_delta)}) if the credited shot noise "
+                f"acted as Gaussian noise{beta_text} (target ε = "
+                f"{_fmt(ledger.target_epsilon)}); this ε is a diagnostic computed from the "
+                f"private batches, NOT protected by the guarantee."
+            )
+
+    if ledger.adjacency == "add_remove":
+        adj = (
+            "add/remove-one adjacency: the output distribution changes little when any one "
+            "example is added to or removed from the training set"
+        )
+    else:
+        adj = (
+            "replace-one adjacency: the output distribution changes little when any one "
+            "example is replaced by another; the sensitivity Δ includes the factor 2 for "
+            "replacement"
+        )
+    lines.append(
+        f"Protected: the membership of each individual training example ({adj}). Only the "
+        f"noisy gradients are released; the trained weights and anything computed from "
+        f"them are post-processing, including metrics on a held-out test split (those "
+        f"describe the test examples, which the guarantee does not protect)."
+    )
+
+    if ledger.dataset_size is not None:
+        sampling = (
+            f"Poisson sampling with rate q = {_fmt(q)}: each of the N = {ledger.dataset_size} "
+            f"examples joins each batch independently with probability q (expected batch "
+            f"size qN = {_fmt(q * ledger.dataset_size)}). N is treated as public, as in "
+            f"Opacus (q is derived from it)."
+        )
+    else:
+        sampling = (
+            f"Poisson sampling with rate q = {_fmt(q)}: each example joins each batch "
+            f"independently with probability q (expected batch size qN for N examples)."
+        )
+    lines.append(f"Sampling: {sampling}")
+
+    clipping = extra.get("clipping")
+    if clipping is None:
+        lines.append(
+            f"Mechanism: the summed per-example parameter-shift gradients carry Gaussian "
+            f"noise of variance σ²Δ² per coordinate, with noise multiplier σ = {_fmt(sigma)} "
+            f"and per-example sensitivity Δ = {_fmt(sens)} (L2, bounded a priori by the "
+            f"parameter-shift rule); noise standard deviation σΔ = {_fmt(sigma * sens)}."
+        )
+    else:
+        lines.append(
+            f"Mechanism: every example's gradient is clipped in the optimizer's step() to L2 "
+            f"norm at most C ({clipping.get('description', clipping.get('mode'))}); the sum "
+            f"carries Gaussian noise of standard deviation σC per coordinate with planned σ "
+            f"= {_fmt(sigma)} and C = {_fmt(sens)} (σC = {_fmt(sigma * sens)})"
+            + (f", except that with the shot-noise credit the quantum coordinates carry "
+               f"exactly σ_floor·C with σ_floor = {_fmt(extra['noise_floor_multiplier'])}"
+               f" at every step (a level that never depends on the data)"
+               if ledger.credit_mode != "none" and "noise_floor_multiplier" in extra else "")
+            + ". The guarantee holds for any loss and training loop because the clipping is "
+            "enforced."
+        )
+        if clipping.get("mode") == "certified":
+            lines.append(f"Certified clip: {_certified_clip_text(diagnostics)}")
+    if ledger.credit_mode != "none":
+        lines.append(f"Proven noise history (σ_t, q, steps) = {ledger.proven_history}.")
+    lines.append(
+        f"Accountant: Opacus {opacus.__version__} "
+        f"{_ACCOUNTANT_NAMES[ledger.accountant]}; ε is an upper bound."
+    )
+    lines.append(f"Steps: {steps} recorded; planned history (σ, q, steps) = {ledger.history}.")
+
+    lines.append(f"Shot-noise credit: {_credit_text(ledger)}")
+    if ledger.credit_mode != "none":
+        lines.append(
+            "Assumption: crediting treats the shot noise of the sample means as Gaussian by "
+            "the central limit theorem. This is an approximation (finite shots give a "
+            "scaled binomial, not a Gaussian); the guarantee above holds to the extent that "
+            "the approximation does."
+        )
+
+    if ledger.preprocessing_note:
+        note = ledger.preprocessing_note.strip()
+        if not note.endswith((".", "!", "?")):
+            note += "."
+        if "not protected" not in note.lower() and "not covered" not in note.lower():
+            note += " These data-dependent statistics are not covered by the guarantee."
+        lines.append(f"Preprocessing (NOT protected): {note}")
+    elif extra.get("preprocessing"):
+        lines.append(
+            f"Preprocessing: {extra['preprocessing']}; fixed before seeing the data, "
+            f"so the guarantee covers the raw training examples."
+        )
+    else:
+        lines.append(
+            "Preprocessing: none declared; the guarantee covers the training data exactly as "
+            "they reach the private training loop. Preprocessing fitted on the training data "
+            "before that point (e.g. standardisation or PCA) is not covered; declare it with "
+            "`preprocessing_note`."
+        )
+    randomness = extra.get("randomness")
+    if randomness:
+        lines.append(f"Randomness: {randomness}")
+    versions = extra.get("versions")
+    if versions:
+        lines.append("Software: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
+    details = {k: v for k, v in extra.items()
+               if k not in ("versions", "provenance", "randomness", "preprocessing")}
+    if details:
+        lines.append(f"Details: {json.dumps(details, sort_keys=True)}")
+    if diagnostics is not None:
+        lines.append(_diagnostics_text(diagnostics))
+    return "\n".join(lines)
+
+
+
+def _coverage_text(ledger, diagnostics) -> str:
+    """The statement's first line: the guarantee, what it covers and what it does not."""
+    eps = _fmt(ledger.epsilon)
+    if ledger.credit_mode == "none":
+        head = (f"Guarantee: (ε, δ) = ({eps}, {ledger.target_delta:g})-differential privacy "
+                f"(ε in nats; target ε = {_fmt(ledger.target_epsilon)})")
+    else:
+        head = (f"Proven guarantee: (ε, δ) = ({eps}, {ledger.target_delta:g})-differential "
+                f"privacy (ε in nats), from the Gaussian noise actually added at each step "
+                f"(no assumption on shot noise)")
+    adj = "add/remove-one" if ledger.adjacency == "add_remove" else "replace-one"
+    head += f" for the training examples ({adj} adjacency)"
+    extra = ledger.extra or {}
+    if ledger.preprocessing_note:
+        head += (" as preprocessed, with the preprocessing statistics held fixed; NOT for "
+                 "those statistics, which were computed from the training data without "
+                 "privacy (see Preprocessing), so NOT for the raw data")
+    elif extra.get("preprocessing"):
+        head += (", raw data included (the preprocessing is fixed before seeing the "
+                 "data)")
+    else:
+        head += (" as they reach the private training loop; NOT for any preprocessing "
+                 "fitted on the data before that point (none declared)")
+    if diagnostics is not None:
+        files = diagnostics.get("written_to")
+        where = f" ({', '.join(map(str, files))})" if files else ""
+        head += (f"; NOT for the diagnostics released beside it{where}, which are computed "
+                 f"from the private batches")
+    return head + "."
+
+
+
+def _certified_clip_text(diagnostics) -> str:
+    """The certified clip line: the binding count only as a marked diagnostic."""
+    rule = ("a clip that binds means the declared loss or observable bound was wrong for "
+            "that example, never a weaker guarantee, because the clip is enforced")
+    if diagnostics is None or "certified_clip_binding" not in diagnostics:
+        return (f"{rule}. Whether it bound is computed from the private batches, so it is "
+                f"not reported here (pass diagnostics, `qshiftdp train --diagnostics`, to "
+                f"count it, marked as not protected).")
+    bound = int(diagnostics["certified_clip_binding"])
+    total = diagnostics.get("per_example_gradients")
+    of = f" of {int(total)}" if total is not None else ""
+    return (f"{rule}. Diagnostic (NOT protected, computed from the private batches): "
+            f"{bound}{of} per-example gradients exceeded the certified bound and were "
+            f"clipped" + (" — the certified bound does not hold for this model and loss."
+                          if bound else "."))
+
+
+
+def _diagnostics_text(diagnostics) -> str:
+    """The closing diagnostics line (everything in it is NOT protected)."""
+    files = diagnostics.get("written_to")
+    text = ("Diagnostics (NOT protected by the privacy guarantee: computed from the private "
+            "batches, they can reveal individual training examples; do not publish them)")
+    text += f": written to {', '.join(map(str, files))}." if files else "."
+    rest = {k: v for k, v in diagnostics.items()
+            if k not in ("written_to", "certified_clip_binding", "per_example_gradients")}
+    if rest:
+        text += f" Values: {json.dumps(rest, sort_keys=True, default=str)}."
+    return text
+
+
+
+def _credit_text(ledger) -> str:
+    mode = ledger.credit_mode
+    if mode == "none":
+        return (
+            "none. The full noise N(0, σ²C² I) is added artificially; no assumption on shot "
+            "noise is made."
+        )
+    common = (
+        " The added Gaussian noise is the data-independent floor σ_floor·C; the credited "
+        "guarantee counts the floor plus the credited shot noise, minus the largest "
+        "single-example shot-noise term (the example that differs between neighbours cannot "
+        "protect itself). The credited ε and σ_t are computed from the private batches."
+    )
+    extra = ledger.extra or {}
+    floor = extra.get("variance_floor")
+    if extra.get("variance_floor_source") == "declared":
+        floor_text = (
+            f"a variance floor v_min = {floor:g} DECLARED BY THE USER (not proven by this "
+            f"library; the guarantee relies on it)"
+        )
+    else:
+        floor_text = (
+            "a floor proven from the device's declared depolarizing noise"
+            + (f" (v_min = {floor:g})" if floor is not None else "")
+            + "; the guarantee relies on the hardware noise being at least as declared"
+        )
+    if mode == "depolarizing":
+        return (
+            "depolarizing (non-adaptive Q-ShiftDP). Shot noise is credited with a "
+            f"data-independent lower bound on each shifted circuit's single-shot variance, "
+            f"{floor_text}." + common
+        )
+    if mode == "adaptive":
+        return (
+            f"adaptive (adaptive Q-ShiftDP). Shot noise is credited with a distribution-free "
+            f"lower confidence bound on the batch's shot variance (Hoeffding/Bernstein on the "
+            f"sample variances, valid at every shot count), floored at {floor_text}; the "
+            f"bound fails "
+            f"with probability at most β = {ledger.beta:g} over the whole run (union bound "
+            f"over steps and coordinates), hence δ + β." + common
+        )
+    return (
+        f"isotropic (the Q-ShiftDP paper's variant). The adaptive lower confidence bound "
+        f"(failure probability at most β = {ledger.beta:g} over the run, hence δ + β), "
+        f"floored at {floor_text}; its minimum over coordinates is credited on every "
+        f"coordinate (single noise level σ_B²)." + common
+    )

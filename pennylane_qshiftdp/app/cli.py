@@ -1,0 +1,823 @@
+r"""The ``qshiftdp`` command line.
+
+Subcommands:
+
+- ``qshiftdp noise``: the noise multiplier σ meeting an (ε, δ) budget
+  (:func:`~pennylane_qshiftdp.calibrate_noise_multiplier`).
+- ``qshiftdp epsilon``: the ε spent by σ, q, steps at δ
+  (:func:`~pennylane_qshiftdp.compute_epsilon`).
+- ``qshiftdp train``: private training of the quantum classifier (:func:`~.training.train`).
+
+Every subcommand registers a handler ``func(args) -> int`` with ``set_defaults(func=...)``.
+Errors print ``qshiftdp <cmd>: error: <message>`` on stderr and return 2, like argparse.
+
+Example:
+    >>> main(["epsilon", "--noise-multiplier", "1.0", "--sample-rate", "0.01",
+    ...       "--steps", "1000", "--delta", "1e-5"])
+    epsilon = 2.10137 (nats) at delta = 1e-05
+      noise multiplier sigma = 1, sample rate q = 0.01, steps = 1000, accountant = rdp
+    0
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import warnings
+from collections.abc import Sequence
+
+__all__ = ["build_parser", "main"]
+
+#: ``--accountant`` choices (the keys of ``calibration.ACCOUNTANTS``; a test checks they agree).
+#: The parser is built without importing torch, PennyLane or Opacus: ``qshiftdp --help`` and
+#: argument errors are fast, and each handler imports what it runs.
+ACCOUNTANT_CHOICES = ("rdp", "prv")
+
+PROG = "qshiftdp"
+
+
+class _CLIError(Exception):
+    """A usage error detected after parsing (reported like an argparse error)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    r"""The ``qshiftdp`` argument parser with all subcommands registered.
+
+    The subparsers action is stored as ``parser.subparsers`` (also returned by
+    :func:`_add_train_parser`'s argument), so another module can add a subcommand with
+    ``build_parser().subparsers.add_parser(...)``.
+
+    Returns:
+        The parser.
+
+    Example:
+        >>> sorted(build_parser().subparsers.choices)
+        ['audit', 'epsilon', 'noise', 'train']
+    """
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description=(
+            "Differentially private training of parameterized quantum circuits with the "
+            "parameter-shift rule (Q-ShiftDP), accounted with Opacus. All epsilons in nats."
+        ),
+    )
+    from .. import __version__
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    parser.subparsers = subparsers  # hook for other modules
+    _add_noise_parser(subparsers)
+    _add_epsilon_parser(subparsers)
+    _add_train_parser(subparsers)
+    _add_audit_parser(subparsers)
+    return parser
+
+
+# --------------------------------------------------------------------------- train (hook)
+def _add_train_parser(subparsers) -> None:
+    """Register ``qshiftdp train``: private training of the quantum classifier."""
+    from .config import TrainConfig
+
+    d = TrainConfig()
+    p = subparsers.add_parser(
+        "train",
+        help="train a quantum classifier with (ε, δ)-differential privacy",
+        description="Train the angle-embedding + StronglyEntanglingLayers classifier "
+        "privately on Opacus (per-example parameter-shift gradients clipped by default at a "
+        "public clip norm, the largest analytic gradient norm found at sampled points of the "
+        "input domain at the current weights (an estimate: a clip may bind); "
+        "--max-grad-norm certified clips at the a-priori bound Δ, where no clip "
+        "binds: Q-ShiftDP) on a bundled data set; print the "
+        "privacy statement and test accuracy, and write the ledger, metrics and plots to "
+        "--output-dir.",
+    )
+    p.add_argument("--dataset", default=d.dataset,
+                   help="digits, breast_cancer, iris, wine or csv (default: %(default)s)")
+    p.add_argument("--csv", dest="csv_path", default=None, help="CSV file (with --dataset csv)")
+    p.add_argument("--label-column", default=None, help="label column of the CSV file")
+    p.add_argument("--classes", default=None, type=_classes,
+                   help="two classes NEGATIVE,POSITIVE (binary, labels -1/+1; labels or names, "
+                   "e.g. 1,2 or versicolor,virginica), three or more A,B,C,... (labels 0..K-1 in "
+                   "this order), or 'all' (every class, sorted); default: digits and "
+                   "breast_cancer 0,1; iris, wine and csv all")
+    p.add_argument("--feature-range", default=None, type=_feature_range,
+                   help="declared raw feature ranges for --preprocessing fixed: LO:HI for every "
+                   "column or LO1:HI1,LO2:HI2,... one per column (from domain knowledge, never "
+                   "from the data; values outside are clipped; write --feature-range=-1:1 when LO "
+                   "is negative); default: shipped ranges for iris, wine and breast_cancer")
+    p.add_argument("--test-size", type=float, default=d.test_size,
+                   help="fraction of the examples held out for the test accuracy, in (0, 1) "
+                   "(stratified, seeded split) (default: %(default)s)")
+    p.add_argument("--preprocessing", default=d.preprocessing,
+                   help="fixed (data-independent) or standardize_pca (default: %(default)s)")
+    p.add_argument("--epsilon", type=float, default=d.epsilon,
+                   help="target ε in nats; 'inf' trains without noise (default: %(default)s)")
+    p.add_argument("--delta", type=float, default=d.delta, help="target δ (default: %(default)s)")
+    p.add_argument("--epochs", type=int, default=d.epochs, help="default: %(default)s")
+    p.add_argument("--batch-size", dest="expected_batch_size", type=_positive_int,
+                   default=d.expected_batch_size,
+                   help="loader batch size B; as in Opacus, Poisson sampling uses q = "
+                   "1/ceil(N/B), so the expected batch qN can be below B (default: "
+                   "%(default)s)")
+    p.add_argument("--shots", type=_shots, default=d.shots,
+                   help="shots per circuit Ns; 0 for analytic; 'auto' for the fewest shots "
+                   "whose noise adds at most 1 %% of the DP noise variance (default: "
+                   "%(default)s)")
+    p.add_argument("--shot-sampling", default=d.shot_sampling,
+                   choices=["auto", "exact_law", "device"],
+                   help="how shot estimates are drawn: exact_law draws each circuit's Ns-shot "
+                   "estimate from its exact outcome law (simulators; same distribution, much "
+                   "faster), device lets the device sample shot by shot; auto = exact_law on "
+                   "simulators (default: %(default)s)")
+    p.add_argument("--eval-shots", type=int, default=None,
+                   help="shots per circuit for the test accuracy (default: analytic on "
+                   "simulators; on hardware give a count)")
+    p.add_argument("--device", default=d.device,
+                   help="PennyLane device; 'auto' picks default.qubit below 11 qubits and "
+                   "lightning.qubit from 11 on (default.mixed with --depolarizing) (default: "
+                   "%(default)s)")
+    p.add_argument("--layers", type=int, default=d.layers, help="default: %(default)s")
+    p.add_argument("--qubits", type=int, default=d.qubits, help="default: %(default)s")
+    p.add_argument("--lr", type=float, default=d.lr, help="SGD step (default: %(default)s)")
+    p.add_argument("--loss", default=d.loss, choices=["auto", "linear", "mse", "cross_entropy"],
+                   help="auto: linear for two classes, cross_entropy (softmax of the logits "
+                   "s·f over the K readouts) for three or more (default: %(default)s)")
+    p.add_argument("--logit-scale", type=float, default=d.logit_scale,
+                   help="s of the cross-entropy logits s·f; the certified bound grows "
+                   "linearly in s (default: %(default)s)")
+    p.add_argument("--credit", default=d.credit,
+                   choices=["none", "depolarizing", "adaptive", "isotropic"],
+                   help="shot-noise credit mode (default: %(default)s)")
+    p.add_argument("--beta", type=float, default=d.beta,
+                   help="failure probability of the adaptive bound (reported as δ + β)")
+    p.add_argument("--depolarizing", type=float, default=d.depolarizing,
+                   help="device noise: PennyLane DepolarizingChannel q on every qubit before "
+                   "measurement (D_p, p = 4q/3); needs --device default.mixed")
+    p.add_argument("--variance-floor", type=float, default=None,
+                   help="override the single-shot variance floor v_min (default: proven from "
+                   "the device noise by qprldp_core.certify_device)")
+    p.add_argument("--max-grad-norm", default=d.max_grad_norm, type=_clip_norm,
+                   help="per-example clip norm: 'auto' (public; certified with a shot-noise "
+                   "credit or --model hybrid), 'certified' (the a-priori bound Δ of the "
+                   "parameter-shift gradient, never binds for the declared loss), 'public' (the "
+                   "largest analytic gradient norm found at 256 sampled points of the input "
+                   "domain [0, π], its centre and corners, at the current weights, recomputed "
+                   "every epoch; no data used; an estimate, so a clip may bind), 'adaptive' "
+                   "(quantile clipping) or a positive number (DP-SGD) (default: %(default)s)")
+    p.add_argument("--model", default=d.model, choices=["quantum", "hybrid"],
+                   help="quantum: the TorchLayer alone; hybrid: Linear -> angles -> TorchLayer "
+                   "-> Linear (default: %(default)s)")
+    p.add_argument("--classical-max-grad-norm", type=float, default=d.classical_max_grad_norm,
+                   help="clip norm of the hybrid model's classical layers with "
+                   "--max-grad-norm certified (default: %(default)s)")
+    p.add_argument("--proven-epsilon-factor", type=float, default=d.proven_epsilon_factor,
+                   help="with a credit mode, the artificial noise never drops below the level "
+                   "whose proven ε is this factor × --epsilon (default: %(default)s)")
+    p.add_argument("--accountant", default=d.accountant, choices=ACCOUNTANT_CHOICES,
+                   help="Opacus accountant of the proven ε: rdp or prv (tighter, slower) "
+                   "(default: %(default)s)")
+    p.add_argument("--adjacency", default=d.adjacency, choices=["add_remove", "replace_one"],
+                   help="neighbouring data sets: add_remove (one example added or removed, "
+                   "Opacus's convention) or replace_one (one example replaced: the noise is "
+                   "calibrated for twice the clip norm) (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=d.seed, help="default: %(default)s")
+    p.add_argument("--output-dir", default="runs/qshiftdp-train",
+                   help="where the ledger, metrics and plots go (default: %(default)s)")
+    p.add_argument("--resume", action="store_true", help="continue from --output-dir")
+    p.add_argument("--seeded-noise", action="store_true",
+                   help="seed DP noise, Poisson sampling and the simulator's shot sampling "
+                   "from --seed so runs repeat exactly (research only: anyone who knows the "
+                   "seed can remove the noise, and a credited ε then counts shot noise they can "
+                   "reproduce). By default all three come from the OS's CSPRNG and --seed only "
+                   "fixes the data split and the initialisation")
+    p.add_argument("--diagnostics", action="store_true",
+                   help="also write what is computed from the private batches (batch sizes, "
+                   "fraction clipped and certified clips that bound, shot variance and its "
+                   "lower bound, credited share and credited ε, gradient signal-to-noise ratio, "
+                   "shots executed, wall time, a hash of the training data) to "
+                   "diagnostics.json and diagnostics.png, and report them in the statement; "
+                   "they are NOT protected by the guarantee. By default nothing written "
+                   "depends on the private batches")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.set_defaults(func=_run_train)
+
+
+def _classes(text: str):
+    """``--classes NEG,POS``, ``A,B,C,...`` or ``all`` (numbers where they parse as numbers)."""
+    if text.strip() == "all":
+        return "all"
+    parts = [t.strip() for t in text.split(",")]
+    if len(parts) < 2 or not all(parts):
+        raise argparse.ArgumentTypeError(f"must be two classes NEGATIVE,POSITIVE, three or more "
+                                         f"A,B,C,... or 'all', not {text!r}")
+
+    def value(t):
+        try:
+            return int(t)
+        except ValueError:
+            try:
+                return float(t)
+            except ValueError:
+                return t
+
+    return tuple(value(t) for t in parts)
+
+
+def _feature_range(text: str):
+    """``--feature-range LO:HI`` (every column) or ``LO1:HI1,LO2:HI2,...`` (one per column)."""
+    pairs = []
+    for part in text.split(","):
+        bounds = part.split(":")
+        try:
+            if len(bounds) != 2:
+                raise ValueError
+            lo, hi = float(bounds[0]), float(bounds[1])
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"must be LO:HI or LO1:HI1,LO2:HI2,... with numbers, not {text!r}") from None
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise argparse.ArgumentTypeError(f"needs finite LO < HI in every pair, not {part!r}")
+        pairs.append((lo, hi))
+    return pairs[0] if len(pairs) == 1 else tuple(pairs)
+
+
+def _positive_int(text: str) -> int:
+    """argparse type: an integer ≥ 1 (the error names the flag)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer. Found {text!r}.")
+    return value
+
+
+#: Parameter names in library messages -> the ``qshiftdp train`` flag that sets them.
+_TRAIN_FLAGS = {"n_features": "--qubits", "name": "--dataset", "csv_path": "--csv",
+                "label_column": "--label-column", "classes": "--classes",
+                "test_size": "--test-size", "feature_range": "--feature-range",
+                "n_classes": "--classes",
+                "loss": "--loss", "logit_scale": "--logit-scale",
+                "expected_batch_size": "--batch-size", "target_epsilon": "--epsilon",
+                "target_delta": "--delta", "epsilon": "--epsilon", "delta": "--delta",
+                "lr": "--lr", "shots": "--shots", "n_qubits": "--qubits", "qubits": "--qubits",
+                "layers": "--layers", "beta": "--beta", "variance_floor": "--variance-floor",
+                "max_grad_norm": "--max-grad-norm", "depolarizing": "--depolarizing",
+                "classical_max_grad_norm": "--classical-max-grad-norm",
+                "proven_epsilon_factor": "--proven-epsilon-factor", "epochs": "--epochs",
+                "preprocessing": "--preprocessing", "credit": "--credit", "model": "--model"}
+
+
+def _flag_names(message: str) -> str:
+    """Replace backticked parameter names by the flags of ``qshiftdp train``."""
+    import re
+
+    def sub(m):
+        return f"`{_TRAIN_FLAGS.get(m.group(1), m.group(1))}`"
+
+    message = re.sub(r"`([a-z_]+)`", sub, message)
+    return re.sub(r"\b(name|classes)='", lambda m: f"{_TRAIN_FLAGS[m.group(1)]}='", message)
+
+
+def _shots(text: str):
+    """``--shots``: a non-negative integer (0 = analytic) or 'auto'."""
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer or 'auto', not "
+                                         f"{text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer or 'auto', not "
+                                         f"{text!r}")
+    return value
+
+
+def _clip_norm(text: str):
+    """``--max-grad-norm``: 'auto', 'certified', 'public', 'adaptive' or a positive number."""
+    if text in ("auto", "certified", "public", "adaptive"):
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be 'certified', 'public', 'adaptive' or a positive number, not {text!r}"
+        ) from None
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, not {text!r}")
+    return value
+
+
+def _run_train(args) -> int:
+    from .job import TrainConfig, train
+
+    if args.output_dir is not None and not str(args.output_dir).strip():
+        raise _CLIError("--output-dir must name a directory. Found ''.")
+    if args.eval_shots is not None and args.eval_shots < 0:
+        raise _CLIError(f"--eval-shots must be a positive shot count, or 0 for analytic "
+                        f"evaluation. Found {args.eval_shots}.")
+    fields = {k: getattr(args, k) for k in TrainConfig.__dataclass_fields__ if hasattr(args, k)}
+    fields["secure_mode"] = not args.seeded_noise
+    if fields.get("shots") == 0:
+        fields["shots"] = None
+    if fields.get("eval_shots") == 0:
+        fields["eval_shots"] = None
+    config = TrainConfig(**fields)
+    try:
+        with warnings.catch_warnings():  # printed below as a WARNING line, not twice
+            warnings.filterwarnings("ignore", message="the classifier (predicts the majority"
+                                    "|barely separates)", category=UserWarning)
+            result = train(config, progress=not args.no_progress, resume=args.resume)
+    except (ValueError, TypeError, NotImplementedError) as err:
+        raise _CLIError(_flag_names(str(err))) from err
+    print()
+    print(result.statement)
+    print()
+    if result.stopped_early:
+        print(f"Stopped early: {result.stopped_early}")
+    print(f"classes: {result.n_classes}; label mapping: {result.label_mapping}")
+    k = max(result.n_classes, 2)
+    imbalanced = result.test_majority_rate > 1.0 / k + 0.05  # NaN (no test split): False
+    print(f"test accuracy: {result.test_accuracy:.4f}"
+          + (f", balanced accuracy: {result.test_balanced_accuracy:.4f} (imbalanced test split: "
+             f"majority-class rate {result.test_majority_rate:.4f})" if imbalanced else "")
+          + f" (evaluated "
+          f"{'analytically' if config.eval_shots is None else f'with {config.eval_shots} shots'}"
+          f" on {result.device}, on the {result.test_examples} held-out test examples)")
+    if result.majority_warning:
+        print(f"WARNING: {result.majority_warning}")
+    diag = config.diagnostics  # data-dependent numbers only when asked for, marked
+    if result.shots is None:
+        print("training shots: 0 (analytic)")
+    elif diag:
+        print(f"training shots: {result.training_shots} ({result.shots} per circuit) "
+              f"[diagnostic, NOT protected: the total grows with the private batch sizes]")
+    else:
+        print(f"training shots: {result.shots} per circuit (the total grows with the private "
+              f"batch sizes: reported only with --diagnostics)")
+    credit = config.credit != "none" and math.isfinite(result.epsilon)
+    print(f"ε spent: {result.epsilon:.4f} (target {config.epsilon}) after {result.steps} steps"
+          + (f"; credited Q-ShiftDP ε (Gaussian approximation; diagnostic, NOT protected): "
+             f"{result.credited_epsilon:.4f}" if credit and diag else ""))
+    if math.isfinite(result.epsilon) and result.epsilon > config.epsilon * (1 + 1e-9):
+        why = (f" With --credit {config.credit} the added noise is a floor that keeps the "
+               f"proven ε within {config.proven_epsilon_factor} x the target; only the credited "
+               f"ε (an approximation, computed from the private batches) aims at the target"
+               + (f", and here it is above it as well ({result.credited_epsilon:.4f})"
+                  if diag and result.credited_epsilon > config.epsilon * (1 + 1e-9) else "")
+               + "." if config.credit != "none" else "")
+        print(f"WARNING: the proven ε {result.epsilon:.4f} exceeds the target "
+              f"--epsilon {config.epsilon}.{why}")
+    print(f"outputs: {result.output_dir}")
+    return 0
+
+
+# --------------------------------------------------------------------------- noise
+def _add_noise_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "noise",
+        help="noise multiplier sigma for an (epsilon, delta) budget",
+        description=(
+            "Compute the noise multiplier sigma (noise std / sensitivity) such that Poisson "
+            "sampling at rate q for the given number of steps satisfies (epsilon, delta)-DP "
+            "according to Opacus's accountant. Conservative: the epsilon of the result is at "
+            "most the target."
+        ),
+    )
+    p.add_argument("--epsilon", type=float, required=True, help="target epsilon (nats), > 0")
+    p.add_argument("--delta", type=float, default=1e-5, help="target delta in (0, 1) [1e-5]")
+    rate = p.add_mutually_exclusive_group(required=True)
+    rate.add_argument("--sample-rate", type=float, help="Poisson sampling rate q in (0, 1]")
+    rate.add_argument(
+        "--batch-size",
+        type=int,
+        help="expected batch size B (needs --dataset-size; q = B / N). Not the same as "
+        "`qshiftdp train --batch-size`, the loader batch size with q = 1/ceil(N/B) (Opacus's "
+        "convention): to reproduce a training run's sigma pass its --sample-rate and --steps",
+    )
+    p.add_argument("--dataset-size", type=int, help="number of training examples N")
+    length = p.add_mutually_exclusive_group(required=True)
+    length.add_argument("--steps", type=int, help="number of steps T")
+    length.add_argument(
+        "--epochs", type=float, help="number of epochs E (T = ceil(E / q), rounded up)"
+    )
+    _add_accountant_arg(p)
+    p.add_argument(
+        "--epsilon-tolerance",
+        type=float,
+        default=0.01,
+        help="absolute tolerance of the bisection on epsilon [0.01]",
+    )
+    _add_json_arg(p)
+    p.set_defaults(func=_run_noise)
+
+
+def _sample_rate_from(args) -> float:
+    if args.batch_size is not None:
+        if args.dataset_size is None:
+            raise _CLIError("--batch-size needs --dataset-size (q = batch size / dataset size).")
+        if args.batch_size < 1:
+            raise _CLIError(f"--batch-size must be a positive integer. Found {args.batch_size}.")
+        if args.dataset_size < 1:
+            raise _CLIError(
+                f"--dataset-size must be a positive integer. Found {args.dataset_size}."
+            )
+        if args.batch_size > args.dataset_size:
+            raise _CLIError(
+                f"--batch-size must be at most --dataset-size ({args.dataset_size}). "
+                f"Found {args.batch_size}."
+            )
+        return args.batch_size / args.dataset_size
+    return args.sample_rate
+
+
+def _run_noise(args) -> int:
+    from ..accountants.calibration import (
+        calibrate_noise_multiplier,
+        compute_epsilon,
+        epochs_to_steps,
+    )
+
+    q = _sample_rate_from(args)
+    if args.epochs is not None:
+        steps = epochs_to_steps(epochs=args.epochs, sample_rate=q)
+    else:
+        steps = args.steps
+    sigma = calibrate_noise_multiplier(
+        target_epsilon=args.epsilon,
+        target_delta=args.delta,
+        sample_rate=q,
+        steps=steps,
+        accountant=args.accountant,
+        epsilon_tolerance=args.epsilon_tolerance,
+    )
+    eps = compute_epsilon(
+        noise_multiplier=sigma,
+        sample_rate=q,
+        steps=steps,
+        delta=args.delta,
+        accountant=args.accountant,
+    )
+    result = {
+        "noise_multiplier": sigma,
+        "epsilon": eps,
+        "target_epsilon": args.epsilon,
+        "delta": args.delta,
+        "sample_rate": q,
+        "steps": steps,
+        "accountant": args.accountant,
+    }
+    if args.dataset_size is not None:
+        result["dataset_size"] = args.dataset_size
+        result["expected_batch_size"] = q * args.dataset_size
+    if args.epochs is not None:
+        result["epochs"] = args.epochs
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"noise multiplier sigma = {sigma:.6g}")
+    print(
+        f"  spends epsilon = {eps:.6g} <= target {args.epsilon:g} (nats) at delta = {args.delta:g}"
+    )
+    batch = ""
+    if args.dataset_size is not None:
+        batch = f" (expected batch {q * args.dataset_size:g} of N = {args.dataset_size})"
+    epochs = f" ({args.epochs:g} epochs)" if args.epochs is not None else ""
+    print(
+        f"  sample rate q = {q:.6g}{batch}, steps = {steps}{epochs}, accountant = {args.accountant}"
+    )
+    print("  noise std on the summed gradient = sigma x sensitivity Delta")
+    if args.dataset_size is not None and args.delta >= 1.0 / args.dataset_size:
+        print(
+            f"warning: delta = {args.delta:g} is not below 1/N = {1.0 / args.dataset_size:.3g};"
+            f" choose delta well below 1/N.",
+            file=sys.stderr,
+        )
+    return 0
+
+
+# --------------------------------------------------------------------------- epsilon
+def _add_epsilon_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "epsilon",
+        help="epsilon spent by sigma, q and steps at delta",
+        description=(
+            "Compute the epsilon (nats, an upper bound) spent by the given number of steps of "
+            "the Poisson-subsampled Gaussian mechanism, with Opacus's accountant."
+        ),
+    )
+    p.add_argument(
+        "--noise-multiplier", type=float, required=True, help="noise multiplier sigma > 0"
+    )
+    p.add_argument(
+        "--sample-rate", type=float, required=True, help="Poisson sampling rate q in (0, 1]"
+    )
+    p.add_argument("--steps", type=int, required=True, help="number of steps T >= 1")
+    p.add_argument("--delta", type=float, default=1e-5, help="delta in (0, 1) [1e-5]")
+    _add_accountant_arg(p)
+    _add_json_arg(p)
+    p.set_defaults(func=_run_epsilon)
+
+
+def _run_epsilon(args) -> int:
+    from ..accountants.calibration import compute_epsilon
+
+    eps = compute_epsilon(
+        noise_multiplier=args.noise_multiplier,
+        sample_rate=args.sample_rate,
+        steps=args.steps,
+        delta=args.delta,
+        accountant=args.accountant,
+    )
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "epsilon": eps if math.isfinite(eps) else None,
+                    "noise_multiplier": args.noise_multiplier,
+                    "sample_rate": args.sample_rate,
+                    "steps": args.steps,
+                    "delta": args.delta,
+                    "accountant": args.accountant,
+                },
+                indent=2,
+            )
+        )
+        return 0
+    print(f"epsilon = {eps:.6g} (nats) at delta = {args.delta:g}")
+    print(
+        f"  noise multiplier sigma = {args.noise_multiplier:g}, sample rate q = "
+        f"{args.sample_rate:g}, steps = {args.steps}, accountant = {args.accountant}"
+    )
+    return 0
+
+
+# --------------------------------------------------------------------------- audit
+class _Seen(argparse.Action):
+    """A store action that records that its flag was given (``args._seen``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        seen = set(getattr(namespace, "_seen", ()))
+        seen.add(option_string)
+        namespace._seen = seen
+
+
+def _add_audit_parser(subparsers) -> None:
+    """Register ``qshiftdp audit``: empirical privacy audit of one private step."""
+    p = subparsers.add_parser(
+        "audit",
+        help="audit one private step empirically (full-sensitivity canary; Clopper-Pearson "
+        "and Gaussian-DP lower bounds on ε, with their ceilings)",
+        description="Run one private step (make_private, q = 1) many times on a data set D and "
+        "on D plus a canary, in the one-qubit setting RY(x) RY(θ), <Z>, θ = 0.3, 30 examples "
+        "of maximal shot variance (background 'shot') or of zero gradient (background "
+        "'zero'), and a zero-variance canary whose clipped gradient is (almost) the full "
+        "sensitivity C; score every release (projection on the canary's gradient, distance "
+        "from the shot lattice) and print split-half Clopper-Pearson and Gaussian-DP lower "
+        "bounds on ε beside the claimed proven and credited ε, and the CEILING: the largest ε "
+        "the trials could certify. A crashing or non-finite release is reported as a finding. "
+        "Exit status 1 if a proven claim is refuted. With --run DIR: audit a finished "
+        "`qshiftdp train` run instead, end to end in one re-run of its configuration with "
+        "--canaries white-box gradient canaries (Steinke et al.'s one-run audit); writes "
+        "audit_run.json and audit_run.png to --output-dir.",
+    )
+    p.add_argument("--run", default=None, metavar="DIR",
+                   help="audit the finished `qshiftdp train` run in DIR (its --output-dir): its "
+                   "saved configuration is trained again with gradient canaries and scored by "
+                   "the one-run estimator; DIR is only read. Not combinable with the one-step "
+                   "flags (--credit, --shots, --trials, ...)")
+    p.add_argument("--canaries", type=int, default=None,
+                   help="with --run: the number m of canaries, each included by a fair coin "
+                   "(default: L orthonormal layers of the model's dimension d, "
+                   "L = 1 + floor(steps x q / 2), at most 1000: 144 for the default train "
+                   "job)")
+    p.add_argument("--credit", action=_Seen, default="none",
+                   choices=["none", "depolarizing", "adaptive", "isotropic", "all"],
+                   help="shot-noise credit mode; 'all' audits every credit mode and Opacus's "
+                   "fixed (--clip-norm) and adaptive clipping (default: %(default)s)")
+    p.add_argument("--max-grad-norm", action=_Seen, default="certified",
+                   help="'certified', 'adaptive' or a positive number (default: %(default)s)")
+    p.add_argument("--clip-norm", action=_Seen, type=float, default=0.5,
+                   help="fixed clip norm audited by --credit all (default: %(default)s)")
+    p.add_argument("--shots", action=_Seen, type=int, nargs="+", default=[2],
+                   help="shots Ns per shifted circuit; several values audit each (default: 2)")
+    p.add_argument("--background", action=_Seen, nargs="+", choices=["shot", "zero"],
+                   default=["shot", "zero"],
+                   help="the other examples: 'shot' (maximal shot variance; the lattice score) "
+                   "and/or 'zero' (zero gradients: the release on D is the DP noise alone); "
+                   "default both")
+    p.add_argument("--trials", action=_Seen, type=int, default=2000,
+                   help="trials per data set (default: %(default)s)")
+    p.add_argument("--epsilon", action=_Seen, type=float, default=2.0,
+                   help="target ε in nats (default: %(default)s)")
+    p.add_argument("--delta", action=_Seen, type=float, default=1e-5,
+                   help="target δ (default: %(default)s)")
+    p.add_argument("--beta", action=_Seen, type=float, default=1e-3,
+                   help="β of the adaptive and isotropic credits (default: %(default)s)")
+    p.add_argument("--depolarizing", action=_Seen, type=float, default=None,
+                   help="PennyLane DepolarizingChannel q before the measurement (default.mixed; "
+                   "v_min proven by qprldp_core.certify_device); default 0.25 with --credit "
+                   "depolarizing, else 0")
+    p.add_argument("--confidence", type=float, default=0.95,
+                   help="joint confidence of the lower bounds (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="seeds every trial (default: %(default)s)")
+    p.add_argument("--output-dir", default=None,
+                   help="write audit.json and one score histogram (PNG) per configuration here "
+                   "(with --run: audit_run.json and audit_run.png)")
+    _add_json_arg(p)
+    p.set_defaults(func=_run_audit)
+
+
+def _run_audit_run(args) -> int:
+    """``qshiftdp audit --run DIR``: the one-run audit of a finished training run."""
+    from pathlib import Path
+
+    from ..audit import plot_one_run
+    from .audit_run import audit_run
+
+    seen = sorted(getattr(args, "_seen", ()))
+    if seen:
+        raise _CLIError(f"--run audits the finished run's own configuration; drop "
+                        f"{', '.join(seen)} (one-step audit flags).")
+    canaries = args.canaries
+    if canaries is not None and canaries < 2:
+        raise _CLIError(f"--canaries must be at least 2. Found {canaries}.")
+    if not 0.0 < args.confidence < 1.0:
+        raise _CLIError(f"--confidence must be in (0, 1). Found {args.confidence}.")
+    if args.output_dir is not None and not str(args.output_dir).strip():
+        raise _CLIError("--output-dir must name a directory. Found ''.")
+    r = audit_run(args.run, canaries=canaries, seed=args.seed, confidence=args.confidence)
+    doc = r.as_dict()
+    if args.output_dir is not None:
+        out = Path(args.output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "audit_run.json").write_text(json.dumps(doc, indent=2) + "\n",
+                                            encoding="utf-8")
+        plot_one_run(r, out / "audit_run.png")
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(str(r))
+        print(f"  δ = {r.delta:g}; {r.steps} steps at q = {r.sample_rate:.4g}; "
+              f"{r.parameters} parameters ({r.layers} {r.directions} layer(s) of canary "
+              f"directions); "
+              f"canaries sampled {r.canaries_sampled} times")
+        if args.output_dir is not None:
+            print(f"outputs: {args.output_dir}")
+    return 1 if r.proven_refuted else 0
+
+
+def _run_audit(args) -> int:
+    from pathlib import Path
+
+    from ..audit import SETTING_MODES, audit_setting
+
+    if args.run is not None:
+        return _run_audit_run(args)
+    if args.canaries is not None:
+        raise _CLIError("--canaries needs --run DIR (the one-run audit of a training run).")
+    if args.trials < 4:
+        raise _CLIError(f"--trials must be at least 4 (half select the threshold, half "
+                        f"evaluate it). Found {args.trials}.")
+    if any(s < 1 for s in args.shots):
+        raise _CLIError(f"--shots must be positive integers. Found {args.shots}.")
+    if not 0.0 < args.confidence < 1.0:
+        raise _CLIError(f"--confidence must be in (0, 1). Found {args.confidence}.")
+    if args.depolarizing is not None and not 0.0 <= args.depolarizing <= 0.75:
+        raise _CLIError(f"--depolarizing must be in [0, 0.75]. Found {args.depolarizing}.")
+    if not (args.epsilon > 0 and math.isfinite(args.epsilon)):
+        raise _CLIError(f"--epsilon must be a positive finite number. Found {args.epsilon}.")
+    if not 0.0 < args.delta < 1.0:
+        raise _CLIError(f"--delta must be in (0, 1). Found {args.delta}.")
+    clip = args.max_grad_norm
+    if clip not in ("certified", "adaptive"):
+        try:
+            clip = float(clip)
+        except ValueError:
+            clip = None
+        if clip is None or not (clip > 0 and math.isfinite(clip)):
+            raise _CLIError(f"--max-grad-norm must be 'certified', 'adaptive' or a positive "
+                            f"number. Found {args.max_grad_norm!r}.")
+    if not (0.0 < args.beta < 1.0):  # used by the adaptive and isotropic credit modes
+        raise _CLIError(f"--beta must be in (0, 1). Found {args.beta}.")
+    if args.credit == "all":
+        if args.max_grad_norm != "certified":
+            raise _CLIError(f"--credit all audits every mode with its own clipping; drop "
+                            f"--max-grad-norm. Found {args.max_grad_norm!r}.")
+        if not (args.clip_norm > 0 and math.isfinite(args.clip_norm)):
+            raise _CLIError(f"--clip-norm must be a positive finite number. Found "
+                            f"{args.clip_norm}.")
+        configs = [{"mode": m} for m in SETTING_MODES]
+    else:
+        configs = [{"credit": args.credit, "max_grad_norm": clip}]
+    out_dir = Path(args.output_dir) if args.output_dir is not None else None
+    results = []
+    for shots in args.shots:
+        for background in dict.fromkeys(args.background):
+            for cfg in configs:
+                r = audit_setting(**cfg, shots=shots, trials=args.trials, seed=args.seed,
+                                  target_epsilon=args.epsilon, target_delta=args.delta,
+                                  beta=args.beta, depolarizing=args.depolarizing,
+                                  clip_norm=args.clip_norm, confidence=args.confidence,
+                                  background=background)
+                if out_dir is not None and not r.refused:
+                    from ..audit import plot_audit
+
+                    name = "".join(c if c.isalnum() or c in "._-" else "_" for c in r.label)
+                    tail = "" if background == "shot" else "_zero"
+                    plot_audit(r, out_dir / f"audit_{name}_Ns{shots}{tail}.png")
+                results.append((shots, r))
+                if not args.json:
+                    print(f"  {r}", file=sys.stderr)
+    rows = [{"shots": s, **r.as_dict()} for s, r in results]
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "audit.json").write_text(json.dumps({"results": rows}, indent=2))
+    if args.json:
+        print(json.dumps({"results": rows}, indent=2))
+    else:
+        _print_audit_table(results)
+        if out_dir is not None:
+            print(f"outputs: {out_dir}")
+    return 1 if any(r.proven_refuted for _, r in results) else 0
+
+
+def _print_audit_table(results) -> None:
+    def f(x):
+        return "-" if x is None else f"{x:.3f}"
+
+    print("| mode | Ns | trials | background | claimed proven ε | claimed credited ε | δ (+β) | "
+          "audited ε ≥ (Clopper-Pearson / Gaussian DP) | CEILING (CP / GDP) | verdict | s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for shots, r in results:
+        est = r.estimator_bounds
+        per = " / ".join(f(est.get(k)) for k in ("clopper_pearson", "gdp"))
+        ceil = " / ".join(f(r.ceilings.get(k)) for k in ("clopper_pearson", "gdp"))
+        dlt = f"{r.delta:g}" + (f" + {r.beta:g}" if r.beta else "")
+        verdict = r.verdict if not r.refused else f"refused: {r.message}"
+        if r.findings:
+            verdict += " — FINDING: " + "; ".join(r.findings)
+        audited = "-" if r.refused else f(r.epsilon_lower_bound)
+        print(f"| {r.label} | {shots} | {r.trials} | {r.settings.get('background', '-')} | "
+              f"{f(r.claimed_epsilon)} | {f(r.credited_epsilon)} | {dlt} | {audited} ({per}) | "
+              f"{ceil} | {verdict} | {r.seconds:.1f} |")
+
+
+# --------------------------------------------------------------------------- shared
+def _add_accountant_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--accountant",
+        choices=ACCOUNTANT_CHOICES,
+        default="rdp",
+        help="Opacus accountant: rdp (default) or prv (tighter, slower)",
+    )
+
+
+def _add_json_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _is_device_error(err: Exception) -> bool:
+    """A PennyLane ``DeviceError`` (a usage error: the device cannot run the request)."""
+    exceptions = sys.modules.get("pennylane.exceptions")
+    return exceptions is not None and isinstance(err, exceptions.DeviceError)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    r"""Run the ``qshiftdp`` command line.
+
+    Args:
+        argv: arguments without the program name; ``None`` reads ``sys.argv[1:]``.
+
+    Returns:
+        The exit status: 0 on success, 2 on a usage or value error (message on stderr).
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(None if argv is None else list(argv))
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return int(exc.code) if isinstance(exc.code, int) else 2
+    try:
+        return int(args.func(args))
+    except (_CLIError, ValueError, TypeError, NotImplementedError) as err:
+        print(f"{PROG} {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:
+        if not _is_device_error(err):
+            raise
+        print(f"{PROG} {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        hint = (" The checkpoint of the last finished epoch is kept: continue with the same "
+                "command and --resume." if args.command == "train" else "")
+        print(f"\n{PROG} {args.command}: interrupted.{hint}", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,602 @@
+r"""The application: ``qshiftdp train``'s job (data set, model, private training loop, outputs).
+
+Library code (:func:`~pennylane_qshiftdp.make_private`, the optimizer, the ledger) never imports
+this module. The loop is the standard Opacus one::
+
+    model, optimizer, loader = make_private(model, optimizer, loader, ...)
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss_fn(model(x), y).mean().backward()
+        optimizer.step()
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import secrets
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pennylane as qml
+import torch
+from opacus.data_loader import DPDataLoader
+
+from .. import _compat
+from ..exceptions import PrivacyBudgetExceededError, PrivacyWarning
+from ..gradients.shot_statistics import ShotRecorder
+from ..losses import LinearLoss, MSELoss, SoftmaxCrossEntropyLoss
+from ..privacy_engine import make_private
+from .config import TrainConfig
+from .metrics import evaluate, majority_class_warning, majority_rate
+from .outputs import (
+    diagnostics_document,
+    merge_diagnostics,
+    read_checkpoint,
+    write_checkpoint,
+    write_json,
+    write_outputs,
+)
+from .records import PUBLIC_EPOCH_FIELDS, public_record
+
+__all__ = ["TrainConfig", "TrainResult", "make_loss", "train"]
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """Outcome of :func:`train`."""
+
+    test_accuracy: float
+    epsilon: float
+    steps: int
+    statement: str
+    metrics: list
+    step_records: list
+    weights: np.ndarray
+    output_dir: str | None
+    stopped_early: str | None = None
+    credited_epsilon: float = math.inf
+    shots: int | None = None  # shots per circuit used in training (after "auto")
+    training_shots: int = 0  # shots executed by the training device in all
+    device: str | None = None
+    n_classes: int = 2
+    label_mapping: str = ""  # e.g. "'setosa' → 0, 'versicolor' → 1, 'virginica' → 2"
+    # with diagnostics=True: what the statement reports from the private batches (NOT protected)
+    diagnostics: dict | None = None
+    # sklearn.metrics.balanced_accuracy_score of the final weights on the held-out test split
+    test_balanced_accuracy: float = math.nan
+    # share of the held-out test split's most frequent class (what always predicting it scores)
+    test_majority_rate: float = math.nan
+    test_examples: int = 0  # size of the held-out test split
+    # set when the final test accuracy is within MAJORITY_TOLERANCE of test_majority_rate, or
+    # the balanced accuracy within CHANCE_TOLERANCE of 1/K (majority_class_warning)
+    majority_warning: str | None = None
+
+
+#: From this many qubits on, ``device="auto"`` picks lightning.qubit: the measured crossover of
+#: the exact-law private step (benchmarks/RESULTS.md §12: default.qubit 2.96 s against 4.43 s at
+#: 10 qubits, 6.64 s against 5.90 s at 11, 16.3 s against 7.37 s at 12; batch 54, 2 layers).
+LIGHTNING_QUBITS = 11
+
+
+#: Largest qubit count the training job accepts (a state vector of 2^n amplitudes per circuit;
+#: at 16 qubits the public clip norm's batched Jacobian alone needs tens of GiB).
+MAX_QUBITS = 14
+
+
+#: Simulators on which ``shot_sampling="auto"`` draws shot estimates from the exact law.
+_EXACT_LAW_DEVICES = ("default.qubit", "lightning.qubit", "default.mixed")
+
+
+#: ``shots="auto"``: the shot noise of a step adds at most this fraction of the DP noise variance.
+AUTO_SHOTS_FRACTION = 0.01
+
+
+def _shot_sampling(config, device: str, shots) -> str:
+    """``shot_sampling``: ``"auto"`` means exact-law draws on the simulators that support them."""
+    mode = config.shot_sampling
+    if mode not in ("auto", "exact_law", "device"):
+        raise ValueError(f"`shot_sampling` must be 'auto', 'exact_law' or 'device'. Found "
+                         f"{mode!r}.")
+    if mode == "auto":
+        mode = "exact_law" if shots is not None and device in _EXACT_LAW_DEVICES else "device"
+    return mode
+
+
+def resolve_device(config) -> str:
+    """The device name for ``config.device`` (``"auto"`` picks by size and device noise)."""
+    if config.device != "auto":
+        return config.device
+    if config.depolarizing > 0:
+        return "default.mixed"
+    return "lightning.qubit" if config.qubits >= LIGHTNING_QUBITS else "default.qubit"
+
+
+def _certified_sensitivity(config, model_cls, data, loss_fn):
+    """The certified a-priori bound (:func:`~pennylane_qshiftdp.sensitivity`) of
+    the job's model at its initial weights, analytically on default.qubit."""
+    from ..gradients.sensitivity_bound import sensitivity
+
+    probe = model_cls(config.qubits, config.layers, device="default.qubit", shots=None,
+                      init_seed=config.seed, n_classes=data.n_classes)
+    weights = probe.qlayer.weights.detach().double().requires_grad_(True)
+    return sensitivity(probe.qnode, inputs=torch.zeros(config.qubits, dtype=torch.float64),
+                       weights=weights, loss=loss_fn)
+
+
+def _auto_shots(config, model_cls, data, loss_fn) -> int:
+    """``shots="auto"``: plan Ns from σ, the clip norm and the certified per-weight bounds."""
+    from ..accountants.calibration import calibrate_noise_multiplier, epochs_to_steps, plan_shots
+
+    if not math.isfinite(config.epsilon):
+        raise ValueError("`shots`='auto' plans the shots against the DP noise and needs a "
+                         "finite `epsilon`.")
+    sens = _certified_sensitivity(config, model_cls, data, loss_fn)
+    n = len(data.y_train)
+    q = 1.0 / math.ceil(n / config.expected_batch_size)
+    sigma = calibrate_noise_multiplier(target_epsilon=config.epsilon, target_delta=config.delta,
+                                       sample_rate=q, steps=epochs_to_steps(
+                                           epochs=config.epochs, sample_rate=q),
+                                       accountant=config.accountant)
+    clip = (float(config.max_grad_norm) if not isinstance(config.max_grad_norm, str)
+            else sens.delta)  # public/adaptive start at most at Δ: planning at Δ is safe
+    v1 = (sens.loss_grad_bounds[0] * float(sens.per_weight.max())) ** 2
+    return plan_shots(per_example_shot_variance=v1, noise_multiplier=sigma, clip_norm=clip,
+                      expected_batch_size=q * n, fraction=AUTO_SHOTS_FRACTION)
+
+
+def _provenance(data) -> dict:
+    """Command line, data set name, size and label mapping (ledger provenance; no data hash)."""
+    import sys
+
+    return {"command_line": list(sys.argv), "dataset": data.name,
+            "training_examples": int(len(data.y_train)),
+            "n_classes": data.n_classes, "label_mapping": data.label_mapping_text(),
+            "feature_ranges": [list(r) for r in data.feature_ranges] or None}
+
+
+def _seed_for(seed, epoch, stream):
+    return int(np.random.SeedSequence([seed, epoch, stream]).generate_state(1, np.uint64)[0]
+               % (2**63))
+
+
+def make_loss(name: str, n_classes: int, logit_scale: float = 5.0):
+    r"""The job's loss for ``name`` and the number of classes.
+
+    Args:
+        name: ``"auto"`` (``"linear"`` for two classes, ``"cross_entropy"`` for more),
+            ``"linear"``, ``"mse"`` (two classes), or ``"cross_entropy"`` (three or more).
+        n_classes: number of classes :math:`K \ge 2`.
+        logit_scale: :math:`s > 0` of :class:`~.SoftmaxCrossEntropyLoss` (logits :math:`s f`).
+
+    Returns:
+        BoundedLoss: the loss.
+
+    Raises:
+        ValueError: for an unknown ``name`` or one that does not fit ``n_classes``.
+
+    Example:
+        >>> make_loss("auto", 3).name, make_loss("auto", 2).name
+        ('softmax cross-entropy', 'linear loss')
+    """
+    if name not in ("auto", "linear", "mse", "cross_entropy"):
+        raise ValueError(f"`loss` must be 'auto', 'linear', 'mse' or 'cross_entropy'. Found "
+                         f"{name!r}.")
+    if name == "auto":
+        name = "linear" if n_classes == 2 else "cross_entropy"
+    if n_classes == 2 and name == "cross_entropy":
+        raise ValueError("`loss`='cross_entropy' needs at least 3 classes (the binary model has "
+                         "one output ⟨Z0⟩); use 'linear' or 'mse' for two classes.")
+    if n_classes > 2 and name != "cross_entropy":
+        raise ValueError(f"`loss`={name!r} is for two classes (labels ±1); a {n_classes}-class "
+                         f"task needs 'cross_entropy' (or 'auto').")
+    if name == "cross_entropy":
+        return SoftmaxCrossEntropyLoss(logit_scale=logit_scale)
+    return LinearLoss() if name == "linear" else MSELoss(target_bound=1.0)
+
+
+
+@dataclasses.dataclass
+class _Job:
+    """Everything one run of the job holds: data, models, optimizer, loaders, outputs."""
+
+    config: TrainConfig
+    data: object
+    loss_fn: object
+    model_cls: type
+    model: torch.nn.Module
+    eval_model: torch.nn.Module
+    sgd: torch.optim.Optimizer
+    shots: int | None
+    device: str
+    sampling: str
+    recorder: ShotRecorder | None
+    private: bool
+    pmodel: torch.nn.Module = None
+    opt: object = None
+    train_loader: object = None
+    noise_gen: torch.Generator | None = None
+    sampler_gen: torch.Generator | None = None
+    out_dir: Path | None = None
+    start_epoch: int = 0
+    metrics: list = dataclasses.field(default_factory=list)
+    records: list = dataclasses.field(default_factory=list)
+    training_shots: int = 0
+    stopped: str | None = None
+    epoch: int = 0  # the epoch being trained
+
+    @property
+    def ledger(self):
+        return self.opt.ledger if self.private else None
+
+
+def _check_config(config: TrainConfig) -> None:
+    """The settings that need no data."""
+    if isinstance(config.qubits, int) and not isinstance(config.qubits, bool) \
+            and config.qubits > MAX_QUBITS:
+        raise ValueError(
+            f"`qubits` must be at most {MAX_QUBITS} in the training job. Found {config.qubits}. "
+            f"Simulation memory and time grow as 2^qubits (one private step at 12 qubits takes "
+            f"seconds to tens of seconds on two cores, and the public clip norm evaluates "
+            f"hundreds of states at once); build larger models with the Python API "
+            f"(make_private) on a device that can hold them.")
+
+
+def _build(config: TrainConfig) -> _Job:
+    """Data set, loss, models (trained and evaluated), shots, device, SGD."""
+    from .data import DIGITS_POOLING_GRIDS, load_dataset
+    from .models import HybridClassifier, QuantumClassifier, max_classes
+
+    _check_config(config)
+    data = load_dataset(config.dataset, n_features=config.qubits, seed=config.seed,
+                        test_size=config.test_size, preprocessing=config.preprocessing,
+                        csv_path=config.csv_path, label_column=config.label_column,
+                        classes=config.classes, feature_range=config.feature_range)
+    if math.isnan(config.epsilon):
+        raise ValueError("`epsilon` must be a positive number or inf (no noise). Found nan.")
+    if not (math.isfinite(config.lr) and config.lr > 0):
+        raise ValueError(f"`lr` must be positive and finite. Found {config.lr}.")
+    if config.model not in ("quantum", "hybrid"):
+        raise ValueError(f"`model` must be 'quantum' or 'hybrid'. Found {config.model!r}.")
+    model_cls = QuantumClassifier if config.model == "quantum" else HybridClassifier
+    if data.n_classes > max_classes(config.qubits):
+        need = (data.n_classes + 2) // 2  # K <= 2n - 1
+        if config.dataset == "digits" and config.preprocessing == "fixed":
+            need = min(k for k in DIGITS_POOLING_GRIDS if k >= need)
+        raise ValueError(
+            f"`n_classes` = {data.n_classes} needs at least {need} qubits (K <= 2 * qubits - 1 "
+            f"readouts: one Z per qubit and one ZZ per neighbouring pair). Found "
+            f"`qubits`={config.qubits}.")
+    loss_fn = make_loss(config.loss, data.n_classes, config.logit_scale)
+    if data.n_classes > 2 and config.credit != "none":
+        raise ValueError(f"`credit`={config.credit!r} supports one output per example; a "
+                         f"{data.n_classes}-class model has {data.n_classes}. Use credit='none'.")
+    shots = config.shots
+    if shots == "auto":
+        shots = _auto_shots(config, model_cls, data, loss_fn)
+    elif isinstance(shots, str):
+        raise ValueError(f"`shots` must be a positive integer, None or 'auto'. Found {shots!r}.")
+    device = resolve_device(config)
+    if config.credit != "none" and shots is not None and shots < 30:
+        warnings.warn(f"credit={config.credit!r} with shots={shots}: crediting treats "
+                      f"each sample mean as Gaussian (central limit theorem), which is a poor "
+                      f"approximation for so few shots.", PrivacyWarning, stacklevel=3)
+    recorder = ShotRecorder() if config.credit != "none" else None
+    if config.diagnostics:
+        warnings.warn("diagnostics=True writes per-step statistics of the private training "
+                      "batches (batch sizes, clipped fractions, shot variances, gradient "
+                      "signal-to-noise ratio, credited ε) to diagnostics.json and "
+                      "diagnostics.png; they are NOT covered by the differential-privacy "
+                      "guarantee. Do not publish them.", PrivacyWarning, stacklevel=3)
+    model = model_cls(config.qubits, config.layers, device=device,
+                      shots=shots, seed=_seed_for(config.seed, 0, 0),
+                      recorder=recorder, init_scale=config.init_scale,
+                      init_seed=config.seed, depolarizing=config.depolarizing,
+                      n_classes=data.n_classes)
+    sampling = _shot_sampling(config, device, shots)
+    if sampling != "device":
+        from ..sampling import set_shot_sampling
+
+        set_shot_sampling(model, sampling)
+    eval_model = model_cls(config.qubits, config.layers, device=device,
+                           shots=config.eval_shots, seed=_seed_for(config.seed, 0, 4),
+                           init_seed=config.seed, depolarizing=config.depolarizing,
+                           n_classes=data.n_classes)
+    sgd = torch.optim.SGD(model.parameters(), lr=config.lr)
+    return _Job(config, data, loss_fn, model_cls, model, eval_model, sgd, shots, device,
+                sampling, recorder, private=math.isfinite(config.epsilon))
+
+
+def _clip_mode(job: _Job):
+    """``max_grad_norm``: ``"auto"`` is the public clip for the quantum model and the certified
+    one with a credit mode or a hybrid model; a float above Δ warns."""
+    config = job.config
+    clip_mode = config.max_grad_norm
+    if clip_mode == "auto":
+        clip_mode = ("certified" if config.credit != "none" or config.model == "hybrid"
+                     else "public")
+    if job.private and config.model == "quantum" and not isinstance(clip_mode, str):
+        delta = _certified_sensitivity(config, job.model_cls, job.data, job.loss_fn).delta
+        if float(clip_mode) > delta:
+            warnings.warn(
+                f"--max-grad-norm {clip_mode} is above the certified bound Δ = {delta:.6g} of "
+                f"every per-example gradient: the clip never binds, and the noise σC is "
+                f"{float(clip_mode) / delta:.3g} times what --max-grad-norm certified adds for "
+                f"the same clipping.", UserWarning, stacklevel=4)
+    return clip_mode
+
+
+def _variance_floor(job: _Job) -> float:
+    """The proven variance floor of the device noise, or the one the user declared."""
+    config = job.config
+    floor = (job.model.variance_floor() if config.variance_floor is None
+             else config.variance_floor)
+    if config.variance_floor is not None and config.credit != "none":
+        warnings.warn(f"variance_floor={config.variance_floor} is declared by you, not proven "
+                      f"from device noise; the privacy statement says so.", PrivacyWarning,
+                      stacklevel=4)
+    if config.credit == "depolarizing" and floor == 0.0:
+        warnings.warn("credit='depolarizing' with no proven variance floor (no device "
+                      "depolarizing noise): no shot noise is credited.", PrivacyWarning,
+                      stacklevel=4)
+    return floor
+
+
+def _make_private(job: _Job, loader, private_hook) -> None:
+    """``make_private`` on the job's model (or the non-private baseline's loader)."""
+    config, data = job.config, job.data
+    clip_mode = _clip_mode(job)
+    floor = _variance_floor(job)
+    if not job.private:
+        job.pmodel, job.opt = job.model, job.sgd
+        job.sampler_gen = torch.Generator()
+        job.train_loader = DPDataLoader.from_data_loader(loader, generator=job.sampler_gen)
+        return
+    hybrid = config.model == "hybrid"
+    job.pmodel, job.opt, job.train_loader = make_private(
+        job.model, job.sgd, loader, target_epsilon=config.epsilon, target_delta=config.delta,
+        epochs=config.epochs,
+        loss=job.loss_fn if clip_mode in ("certified", "public") else None,
+        max_grad_norm=clip_mode,
+        input_range=(0.0, math.pi) if clip_mode == "public" else None,
+        classical_max_grad_norm=config.classical_max_grad_norm if hybrid else None,
+        proven_epsilon_factor=config.proven_epsilon_factor,
+        credit=config.credit, beta=config.beta,
+        adjacency=config.adjacency, accountant=config.accountant,
+        variance_floor=floor, recorder=job.recorder,
+        variance_floor_source="proven" if config.variance_floor is None else "declared",
+        seed=None if config.secure_mode else config.seed, secure_mode=config.secure_mode,
+        preprocessing_note=data.preprocessing_note,
+    )
+    ledger = job.opt.ledger
+    ledger.extra_update({"provenance": _provenance(data)})
+    if job.shots is not None:
+        randomness = ledger.extra.get("randomness", "").rstrip(".")
+        ledger.extra_update({"randomness": randomness + (
+            "; the simulator's shot sampling reseeded from the OS's CSPRNG (secrets) every "
+            "epoch" if config.secure_mode else
+            "; the simulator's shot sampling seeded from the public --seed (an adversary "
+            "who knows it can reproduce the shot noise: a credited ε then holds only "
+            "against one who does not)") + "."})
+    if not data.data_dependent_preprocessing and data.preprocessing:
+        ledger.extra_update({"preprocessing": data.preprocessing})
+    job.noise_gen, job.sampler_gen = job.opt.generator, job.train_loader.batch_sampler.generator
+    if private_hook is not None:
+        private_hook(job.pmodel, job.opt, job.train_loader)
+
+
+def _open_output_dir(job: _Job, resume: bool) -> None:
+    """Check the output directory before training (never overwrite a ledger)."""
+    config = job.config
+    out_dir = Path(config.output_dir) if config.output_dir else None
+    job.out_dir = out_dir
+    if not resume and out_dir is not None and any(
+            (out_dir / f).exists() for f in ("ledger.json", "checkpoint.pt")):
+        raise ValueError(
+            f"--output-dir {out_dir} already holds a run (ledger.json or checkpoint.pt). Pass "
+            f"--resume to continue it, or choose a new --output-dir; a ledger is never "
+            f"overwritten.")
+    if out_dir is not None:  # fail before training, not after the first epoch
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ValueError(f"--output-dir {out_dir} cannot be created: {err}") from err
+        if not os.access(out_dir, os.W_OK):
+            raise ValueError(f"--output-dir {out_dir} is not writable.")
+
+
+def _resume(job: _Job) -> None:
+    """Restore the model, optimizer, ledger and records of an interrupted run."""
+    ckpt, diag = read_checkpoint(job.out_dir, job.config)
+    job.model.load_state_dict(ckpt["model"])
+    job.records = [public_record(r) for r in ckpt["step_records"]]
+    job.metrics = [public_record(m, PUBLIC_EPOCH_FIELDS) for m in ckpt["metrics"]]
+    if diag is not None:  # the data-dependent part, NOT protected, from diagnostics.json
+        job.records = merge_diagnostics(job.records, diag.get("per_step", []), "step")
+        job.metrics = merge_diagnostics(job.metrics, diag.get("per_epoch", []), "epoch")
+        job.training_shots = (int(job.metrics[-1].get("training_shots", 0)) if job.metrics
+                              else 0)
+    if job.private:
+        ledger_state = ckpt["ledger"]
+        if diag is not None and diag.get("credited_history") is not None:
+            ledger_state = {**ledger_state, "credited_history": diag["credited_history"]}
+        job.opt.ledger.load_state_dict(ledger_state)
+        # through the optimizer's own load_state_dict, so whatever it restores (clip norm,
+        # history length for the public clip's refresh) is restored here too
+        job.opt.load_state_dict({"optimizer": ckpt["optimizer"], "history": job.records,
+                                 "max_grad_norm": ckpt["clip_norm"], "generator": None})
+    else:
+        job.sgd.load_state_dict(ckpt["optimizer"])
+    job.start_epoch = ckpt["epoch"]
+
+
+def _reseed(job: _Job, epoch: int, dev) -> None:
+    """Per-epoch reseeding makes a seeded resumed run repeat the uninterrupted one exactly.
+
+    In secure mode the shot noise comes from the OS's CSPRNG: a credit mode counts it as
+    privacy noise, which a public seed would let anyone reproduce.
+    """
+    config = job.config
+    if job.shots is not None:
+        _compat.reseed_device(dev, secrets.randbits(128) if config.secure_mode
+                              else [config.seed, epoch, 1])
+    if not config.secure_mode:
+        job.sampler_gen.manual_seed(_seed_for(config.seed, epoch, 2))
+    if job.noise_gen is not None:
+        job.noise_gen.manual_seed(_seed_for(config.seed, epoch, 3))
+
+
+def _train_epoch(job: _Job, bar) -> None:
+    """One pass over the Poisson loader (a private step per batch, empty ones included)."""
+    config = job.config
+    for xb, yb in job.train_loader:
+        job.opt.zero_grad()
+        if job.private:
+            if xb.shape[0]:  # an empty Poisson batch still gets a (noise-only) step
+                job.loss_fn(job.pmodel(xb), yb).mean().backward()
+            try:
+                job.opt.step()
+            except PrivacyBudgetExceededError as err:  # checked before the step
+                job.stopped = str(err)
+                return
+            job.records.append(dict(job.opt.last_record, epoch=job.epoch + 1))
+        else:
+            if xb.shape[0]:
+                job.loss_fn(job.model(xb), yb).sum().div(config.expected_batch_size).backward()
+                job.sgd.step()
+        bar.update(1)
+
+
+def _run_epochs(job: _Job, last: int, progress: bool, x_test, y_test) -> None:
+    """Train epochs ``start_epoch..last``, evaluating and checkpointing after each."""
+    from tqdm.auto import tqdm
+
+    config = job.config
+    dev = job.model.qlayer.qnode.device
+    bar = tqdm(total=len(job.train_loader) * (last - job.start_epoch), disable=not progress,
+               desc="qshiftdp train")
+    t0 = time.perf_counter()
+    for epoch in range(job.start_epoch, last):
+        job.epoch = epoch
+        _reseed(job, epoch, dev)
+        with qml.Tracker(dev) as tracker:
+            _train_epoch(job, bar)
+        # exact-law sampling executes analytically: Ns shots per circuit it stands in for
+        job.training_shots += int(tracker.totals.get("shots", 0) if job.sampling == "device"
+                                  else tracker.totals.get("executions", 0) * (job.shots or 0))
+        job.eval_model.load_state_dict(job.model.state_dict())
+        acc, balanced, test_loss = evaluate(job.eval_model, x_test, y_test, job.loss_fn)
+        ledger = job.ledger
+        row = {"epoch": epoch + 1,
+               "steps": len(job.records) if job.private else (epoch + 1) * len(job.train_loader),
+               "epsilon": ledger.epsilon if ledger else math.inf,
+               "credited_epsilon": ledger.credited_epsilon if ledger else math.inf,
+               "test_accuracy": acc, "test_balanced_accuracy": balanced,
+               "test_loss": test_loss, "training_shots": job.training_shots,
+               "elapsed_s": time.perf_counter() - t0}
+        job.metrics.append(row)
+        bar.set_postfix(acc=f"{acc:.3f}", eps=f"{row['epsilon']:.3f}")
+        if job.out_dir is not None:  # created (and checked) before training
+            write_checkpoint(job.out_dir, config=config, epoch=epoch + 1, model=job.model,
+                             sgd=job.sgd, opt=job.opt if job.private else None,
+                             metrics=job.metrics, records=job.records)
+            if config.diagnostics:
+                write_json(job.out_dir / "diagnostics.json", diagnostics_document(
+                    job.metrics, job.records, ledger, job.data))
+        if job.stopped:
+            break
+    bar.close()
+
+
+def _diagnostics_summary(job: _Job) -> dict | None:
+    """What the statement reports from the private batches with ``--diagnostics``."""
+    if not job.config.diagnostics:
+        return None
+    records = job.records
+    written = ["diagnostics.json"] + (["diagnostics.png"] if records else [])
+    summary = {"written_to": written if job.out_dir is not None else [],
+               "per_example_gradients": int(sum(r.get("batch_examples", 0) for r in records)),
+               "training_shots": int(job.training_shots)}
+    if job.private and (job.ledger.extra or {}).get("clipping", {}).get("mode") == "certified":
+        summary["certified_clip_binding"] = int(sum(
+            r.get("certified_bound_violations", 0) for r in records))
+    return summary
+
+
+def _result(job: _Job, last: int, x_test, y_test) -> TrainResult:
+    """The final test metrics, the stuck-run warning and the statement."""
+    data, ledger = job.data, job.ledger
+    summary = _diagnostics_summary(job)
+    if ledger is not None:
+        ledger.extra_update({"shots_per_circuit": job.shots, "device": job.device,
+                             "shot_sampling": job.sampling})
+    metrics = job.metrics
+    if metrics and metrics[-1].get("test_balanced_accuracy") is not None:
+        final_acc, final_bal = metrics[-1]["test_accuracy"], metrics[-1]["test_balanced_accuracy"]
+    else:  # no epoch ran (or a checkpoint written before balanced accuracy was recorded)
+        job.eval_model.load_state_dict(job.model.state_dict())
+        final_acc, final_bal, _ = evaluate(job.eval_model, x_test, y_test)
+    rate = majority_rate(data.y_test)
+    stuck = majority_class_warning(final_acc, rate, final_bal, data.n_classes)
+    if stuck is not None:
+        warnings.warn(stuck, UserWarning, stacklevel=3)
+    return TrainResult(
+        test_accuracy=final_acc, test_balanced_accuracy=final_bal, test_majority_rate=rate,
+        test_examples=int(len(data.y_test)), majority_warning=stuck,
+        epsilon=ledger.epsilon if ledger else math.inf,
+        credited_epsilon=ledger.credited_epsilon if ledger else math.inf,
+        steps=ledger.steps if ledger else last * len(job.train_loader),
+        statement=(ledger.statement(diagnostics=summary) if ledger else
+                   "Non-private baseline: no differential privacy guarantee."),
+        metrics=metrics, step_records=job.records,
+        weights=job.model.qlayer.weights.detach().numpy().copy(),
+        output_dir=str(job.out_dir) if job.out_dir else None, stopped_early=job.stopped,
+        shots=job.shots, training_shots=job.training_shots, device=job.device,
+        n_classes=data.n_classes, label_mapping=data.label_mapping_text(),
+        diagnostics=summary,
+    )
+
+
+def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
+          stop_after_epochs: int | None = None, private_hook=None) -> TrainResult:
+    """Train the default quantum classifier privately; write ledger, metrics and plots.
+
+    Args:
+        config: the :class:`TrainConfig`.
+        progress: show a tqdm progress bar.
+        resume: continue from ``config.output_dir``'s checkpoint (same config required).
+        stop_after_epochs: stop after this many epochs in total (simulates an interruption).
+        private_hook: ``None`` in normal use. A callable ``hook(model, optimizer, loader)``
+            called once with what :func:`~pennylane_qshiftdp.make_private` returned, before the
+            first step (private runs only): the seam through which
+            :func:`~pennylane_qshiftdp.app.audit_run.audit_run` injects its gradient canaries
+            into the job's own optimizer. Whatever it changes is outside the privacy guarantee.
+
+    Returns:
+        TrainResult: test accuracy, spent ε, the privacy statement, per-epoch metrics.
+    """
+    job = _build(config)
+    data = job.data
+    x_train = torch.as_tensor(data.X_train, dtype=torch.float64)
+    y_train = torch.as_tensor(data.y_train, dtype=torch.float64)
+    x_test = torch.as_tensor(data.X_test, dtype=torch.float64)
+    y_test = torch.as_tensor(data.y_test, dtype=torch.float64)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x_train, y_train),
+                                         batch_size=config.expected_batch_size)
+    _make_private(job, loader, private_hook)
+    _open_output_dir(job, resume)
+    if resume:
+        _resume(job)
+    last = config.epochs if stop_after_epochs is None else min(config.epochs, stop_after_epochs)
+    _run_epochs(job, last, progress, x_test, y_test)
+    result = _result(job, last, x_test, y_test)
+    if job.out_dir is not None:
+        write_outputs(result, job.ledger, job.out_dir, diagnostics=config.diagnostics,
+                      credit=config.credit != "none")
+        if config.diagnostics:
+            write_json(job.out_dir / "diagnostics.json", diagnostics_document(
+                job.metrics, job.records, job.ledger, data, summary=result.diagnostics))
+    return result

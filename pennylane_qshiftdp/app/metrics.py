@@ -1,0 +1,100 @@
+r"""Test-split metrics of the released weights (post-processing) and the stuck-run warning."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import torch
+
+__all__ = ["CHANCE_TOLERANCE", "MAJORITY_TOLERANCE", "accuracy", "evaluate",
+           "majority_class_warning", "majority_rate"]
+
+#: A final test accuracy within this of the test split's majority-class rate warns that the
+#: classifier predicts the majority class (does no better than always answering it).
+MAJORITY_TOLERANCE = 0.01
+
+
+#: A final balanced accuracy within this of 1/K (what any constant answer scores) warns that the
+#: classifier barely separates the classes, even when its accuracy is above the majority rate
+#: (a classifier that answers the majority class for all but a few examples).
+CHANCE_TOLERANCE = 0.05
+
+
+def accuracy(model, x, y):
+    """Fraction of correct predictions: sign for one output (labels ±1), else argmax."""
+    return evaluate(model, x, y)[0]
+
+
+def predict(model, x, dtype=torch.float64):
+    """Predicted labels: the sign for one output (labels ±1), else the argmax (indices)."""
+    with torch.no_grad():
+        out = model(x)
+    pred = torch.where(out >= 0, 1.0, -1.0) if out.ndim == 1 else out.argmax(dim=1).to(dtype)
+    return out, pred
+
+
+def evaluate(model, x, y, loss_fn=None):
+    """Test accuracy, balanced accuracy and, with ``loss_fn``, the mean test loss, from one
+    forward pass (balanced accuracy: :func:`sklearn.metrics.balanced_accuracy_score`)."""
+    from sklearn.metrics import balanced_accuracy_score
+
+    out, pred = predict(model, x, y.dtype)
+    with torch.no_grad():
+        loss = float(loss_fn(out, y).mean()) if loss_fn is not None and len(y) else None
+    if not len(y):
+        return math.nan, math.nan, loss
+    with warnings.catch_warnings():  # a class never predicted / absent: sklearn's own warning
+        warnings.simplefilter("ignore", UserWarning)
+        balanced = float(balanced_accuracy_score(y.numpy(), pred.numpy()))
+    return float((pred == y).double().mean()), balanced, loss
+
+
+def majority_rate(y) -> float:
+    """Share of the most frequent label in ``y`` (the accuracy of always predicting it).
+
+    Example:
+        >>> majority_rate(np.array([1.0, -1.0, 1.0, 1.0]))
+        0.75
+    """
+    y = np.asarray(y)
+    if not y.size:
+        return math.nan
+    return float(np.unique(y, return_counts=True)[1].max() / y.size)
+
+
+def majority_class_warning(test_accuracy: float, rate: float,
+                           balanced_accuracy: float = math.nan,
+                           n_classes: int | None = None) -> str | None:
+    """The warning text for a classifier that has learned little: its final ``test_accuracy``
+    is within :data:`MAJORITY_TOLERANCE` of the test split's majority-class ``rate``, or its
+    ``balanced_accuracy`` is within :data:`CHANCE_TOLERANCE` of ``1 / n_classes``; ``None``
+    otherwise.
+
+    Example:
+        >>> majority_class_warning(0.63, 0.627)[:44]
+        'the classifier predicts the majority class: '
+        >>> majority_class_warning(0.65, 0.629, 0.528, 2)[:43]
+        'the classifier barely separates the classes'
+        >>> majority_class_warning(0.9, 0.627, 0.88, 2) is None
+        True
+    """
+    hint = ("It has learned little or nothing; try more epochs, a larger learning rate or a "
+            "larger epsilon.")
+    bal = (f" (balanced accuracy {balanced_accuracy:.4f})"
+           if math.isfinite(balanced_accuracy) else "")
+    if math.isfinite(test_accuracy) and math.isfinite(rate) and \
+            abs(test_accuracy - rate) <= MAJORITY_TOLERANCE + 1e-12:
+        return (f"the classifier predicts the majority class: the final test accuracy "
+                f"{test_accuracy:.4f}{bal} is within {MAJORITY_TOLERANCE} of the held-out "
+                f"test split's majority-class rate {rate:.4f}, what always answering the most "
+                f"frequent class scores. {hint}")
+    if n_classes and math.isfinite(balanced_accuracy) and \
+            balanced_accuracy <= 1.0 / n_classes + CHANCE_TOLERANCE + 1e-12:
+        return (f"the classifier barely separates the classes: the final balanced accuracy "
+                f"{balanced_accuracy:.4f} (mean per-class recall on the held-out test split) is "
+                f"within {CHANCE_TOLERANCE} of 1/{n_classes} = {1.0 / n_classes:.4f}, what any "
+                f"constant answer scores, although the accuracy {test_accuracy:.4f} is above "
+                f"the majority-class rate {rate:.4f}. {hint}")
+    return None

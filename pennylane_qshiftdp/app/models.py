@@ -1,0 +1,333 @@
+r"""Quantum classifiers built on :class:`pennylane.qnn.TorchLayer` (hybrid-friendly).
+
+The default model: angle embedding of :math:`n` features on :math:`n` qubits, ``layers``
+:class:`~pennylane.StronglyEntanglingLayers`, output :math:`f = \langle Z_0\rangle \in [-1, 1]`,
+prediction :math:`\mathrm{sign}(f)`. Its QNode differentiates with
+:func:`pennylane_qshiftdp.param_shift` and records shot statistics into ``recorder``.
+
+With ``n_classes`` :math:`K \ge 3` the same circuit measures :math:`K` commuting Pauli-Z words
+(:func:`readout_observables`: :math:`Z_0, \dots, Z_{n-1}`, then :math:`Z_iZ_{i+1}`), each
+output in :math:`[-1, 1]`; the prediction is the argmax, and the job trains it with
+:class:`~pennylane_qshiftdp.losses.SoftmaxCrossEntropyLoss` on the logits :math:`s f`. The
+readouts commute qubit-wise, so on hardware (and under exact-law sampling) they share the
+shots of one circuit.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import pennylane as qml
+import torch
+
+from .._validation import check_nonnegative_float, check_positive_int
+from ..gradients.parameter_shift import param_shift, validate_shots
+from ..gradients.shot_statistics import ShotRecorder
+from ..qnn import TorchLayer
+
+__all__ = ["HybridClassifier", "QuantumClassifier", "make_qnode", "max_classes",
+           "neutral_readout_wire", "readout_observables"]
+
+
+def max_classes(n_qubits: int) -> int:
+    r"""Largest number of classes on ``n_qubits`` qubits: :math:`n + (n - 1) = 2n - 1`.
+
+    Example:
+        >>> max_classes(4), max_classes(8)
+        (7, 15)
+    """
+    return 2 * check_positive_int(n_qubits, "n_qubits") - 1
+
+
+def readout_observables(n_qubits: int, n_classes: int) -> list:
+    r"""The :math:`K` commuting Pauli-Z readouts of a :math:`K`-class classifier.
+
+    :math:`K = 2` (binary): ``[Z(0)]``, one output. :math:`K \ge 3`: :math:`Z_0, \dots,
+    Z_{\min(K, n) - 1}`, then :math:`Z_0Z_1, Z_1Z_2, \dots` until there are :math:`K`; all
+    diagonal in the computational basis, eigenvalues :math:`\pm 1`.
+
+    Args:
+        n_qubits: number of qubits :math:`n \ge 1`.
+        n_classes: number of classes :math:`2 \le K \le \max(2, 2n - 1)` (:func:`max_classes`;
+            the binary readout needs one qubit).
+
+    Returns:
+        list: the observables, one per output (one for :math:`K = 2`).
+
+    Raises:
+        ValueError: for ``n_classes`` below 2 or above :math:`2n - 1` (the message names
+            ``n_classes`` and ``n_qubits``).
+        TypeError: for a non-integer ``n_qubits`` or ``n_classes``.
+
+    Example:
+        >>> readout_observables(3, 4)
+        [Z(0), Z(1), Z(2), Z(0) @ Z(1)]
+    """
+    n = check_positive_int(n_qubits, "n_qubits")
+    k = check_positive_int(n_classes, "n_classes")
+    if k < 2 or (k > 2 and k > max_classes(n)):  # binary: one readout, any n
+        raise ValueError(
+            f"`n_classes` must be between 2 and 2 * n_qubits - 1 = {max_classes(n)} "
+            f"(n_qubits = {n}: {n} single-qubit Z readouts and {n - 1} neighbouring ZZ pairs). "
+            f"Found n_classes={n_classes!r}; use at least {(k + 2) // 2} qubits."
+        )
+    if k == 2:
+        return [qml.Z(0)]
+    singles = [qml.Z(i) for i in range(min(k, n))]
+    pairs = [qml.Z(i) @ qml.Z(i + 1) for i in range(k - len(singles))]
+    return singles + pairs
+
+
+def make_qnode(n_qubits: int, layers: int, *, device: str = "lightning.qubit",
+               shots: int | None = 1000, seed: int | None = None,
+               recorder: ShotRecorder | None = None, rotation: str = "Y",
+               depolarizing: float = 0.0, n_classes: int = 2) -> qml.QNode:
+    r"""The classifier's QNode ``circuit(inputs, weights) -> ⟨Z_0⟩`` (or a tuple of readouts).
+
+    Args:
+        n_qubits: number of qubits (= features), ≥ 1.
+        layers: number of StronglyEntanglingLayers, ≥ 1.
+        device: a PennyLane device name (``"lightning.qubit"`` or ``"default.qubit"``...).
+        shots: shots per circuit :math:`N_s` (positive int) or ``None`` (analytic).
+        seed: device seed (shot sampling).
+        recorder: :class:`~.ShotRecorder` receiving shot statistics.
+        rotation: axis of the angle embedding.
+        depolarizing: hardware-noise model: PennyLane's ``DepolarizingChannel(q)`` parameter
+            :math:`q \in [0, 3/4]` (the channel :math:`D_p` with :math:`p = 4q/3`) applied to
+            every qubit after the last gate; needs ``device="default.mixed"``. Its proven
+            variance floor comes from :func:`qprldp_core.certify_device`.
+        n_classes: 2 (binary: one output ⟨Z_0⟩) or :math:`K \ge 3` (a tuple of the
+            :math:`K` expectation values of :func:`readout_observables`).
+
+    Returns:
+        pennylane.QNode: with ``diff_method=pennylane_qshiftdp.param_shift``.
+
+    Raises:
+        ValueError: for non-positive ``n_qubits``/``layers``, invalid ``shots``, or
+            ``n_classes`` outside :math:`[2, 2n - 1]`.
+        TypeError: for non-integer ``n_qubits``/``layers``/``n_classes``.
+
+    Example:
+        >>> qn = make_qnode(2, 1, device="default.qubit", shots=None)
+        >>> float(qn(torch.zeros(2), torch.zeros(1, 2, 3)))
+        1.0
+    """
+    check_positive_int(n_qubits, "n_qubits")
+    check_positive_int(layers, "layers")
+    validate_shots(shots)
+    observables = readout_observables(n_qubits, n_classes)
+    if not (0.0 <= depolarizing <= 0.75):
+        raise ValueError(f"`depolarizing` (PennyLane's q) must be in [0, 0.75]. "
+                         f"Found {depolarizing!r}.")
+    if depolarizing > 0 and device != "default.mixed":
+        raise ValueError(f"`depolarizing` > 0 needs a mixed-state simulator: pass "
+                         f"device='default.mixed'. Found device={device!r}.")
+    dev = qml.device(device, wires=n_qubits, seed=seed)
+    gradient_kwargs = {"recorder": recorder} if recorder is not None else {}
+
+    def circuit(inputs, weights):
+        qml.AngleEmbedding(inputs, wires=range(n_qubits), rotation=rotation)
+        qml.StronglyEntanglingLayers(weights, wires=range(n_qubits))
+        if depolarizing > 0:
+            for wire in range(n_qubits):
+                qml.DepolarizingChannel(depolarizing, wires=wire)
+        if len(observables) == 1:
+            return qml.expval(observables[0])
+        # a tuple (not a list): TorchLayer then stacks the readouts as (K, B, 1) on every path
+        return tuple(qml.expval(o) for o in observables)
+
+    qnode = qml.QNode(circuit, dev, interface="torch", diff_method=param_shift,
+                      gradient_kwargs=gradient_kwargs)
+    return qml.set_shots(qnode, shots=shots)
+
+
+@functools.lru_cache(maxsize=32)
+def neutral_readout_wire(n_qubits: int, layers: int) -> int:
+    r"""The wire whose last-layer rotation makes the binary readout start at zero.
+
+    With every weight zero, the circuit (real ``RY`` embedding, identity rotations, CNOTs)
+    keeps a real state :math:`|\psi(x)\rangle`. Setting the last layer's rotation on wire
+    :math:`w` to :math:`\mathrm{Rot}(\pi/2, \pi/2, 0)` turns :math:`Z` on that wire into
+    :math:`\pm Y`; if :math:`w` lies in the support of the Heisenberg image of :math:`Z_0`
+    under the last CNOT block, the readout becomes :math:`\langle\psi(x)|P|\psi(x)\rangle`
+    for a Pauli string :math:`P` with one :math:`Y`, which vanishes on every real state: the
+    classifier starts at :math:`f(x) = 0` for every input — neither right nor inverted. (Derived
+    here.) Found by evaluating the analytic circuit at 8 seeded random inputs of
+    :math:`[0, \pi]^n` for each wire in turn (no data involved).
+
+    Args:
+        n_qubits: number of qubits, ≥ 1.
+        layers: number of StronglyEntanglingLayers, ≥ 1.
+
+    Returns:
+        int: the first wire :math:`w` with :math:`\max_x |f(x)| < 10^{-9}`.
+
+    Raises:
+        RuntimeError: if no wire neutralises the readout (not the case for this circuit).
+
+    Example:
+        >>> neutral_readout_wire(4, 2)
+        2
+    """
+    check_positive_int(n_qubits, "n_qubits")
+    check_positive_int(layers, "layers")
+    qnode = make_qnode(n_qubits, layers, device="default.qubit", shots=None)
+    gen = torch.Generator().manual_seed(0)
+    x = torch.rand(8, n_qubits, generator=gen, dtype=torch.float64) * math.pi
+    for wire in range(n_qubits):
+        w = torch.zeros(layers, n_qubits, 3, dtype=torch.float64)
+        w[-1, wire, 0] = w[-1, wire, 1] = math.pi / 2
+        with torch.no_grad():
+            f = torch.as_tensor(qnode(x, w))
+        if float(f.abs().max()) < 1e-9:
+            return wire
+    raise RuntimeError(f"No last-layer rotation neutralises the readout of a {n_qubits}-qubit, "
+                       f"{layers}-layer circuit.")
+
+
+class QuantumClassifier(torch.nn.Module):
+    r"""Angle embedding + StronglyEntanglingLayers classifier (a ``TorchLayer``).
+
+    ``n_classes=2`` (default): output :math:`\langle Z_0\rangle` of shape ``(B,)``, labels
+    :math:`\pm 1`, prediction by sign. ``n_classes`` :math:`= K \ge 3`: outputs of shape
+    ``(B, K)`` (:func:`readout_observables`, each in :math:`[-1, 1]`), prediction
+    :math:`\arg\max_k f_k` (class indices).
+
+    Args:
+        n_qubits: number of qubits and input features.
+        layers: number of entangling layers.
+        device, shots, seed, recorder, depolarizing: as in :func:`make_qnode`.
+        init_scale: standard deviation of the near-identity weight initialisation.
+        init_seed: seed of the weight initialisation.
+        n_classes: number of classes :math:`K`, from 2 to :math:`2n - 1`.
+        init: ``"neutral"`` (binary default): near-identity weights plus the last-layer
+            rotation of :func:`neutral_readout_wire` set to :math:`(\pi/2, \pi/2, \cdot)`, so
+            that :math:`f(x) \approx 0` for every input at the start (with a near-identity
+            start the untrained classifier is a fixed function of the first feature, which can
+            be the task inverted: digits 0 vs 1 starts at 2 % accuracy and DP noise can leave
+            it stuck); ``"small"``: near-identity weights only (multi-class default, where the
+            readouts cannot all start at zero). ``"auto"`` picks by ``n_classes``.
+
+    Raises:
+        ValueError: for ``n_classes`` outside :math:`[2, 2n - 1]` (names ``n_classes`` and
+            ``n_qubits``), a negative ``init_scale``, an unknown ``init`` or
+            ``init="neutral"`` with ``n_classes`` ≥ 3.
+
+    Example:
+        >>> model = QuantumClassifier(2, 1, device="default.qubit", shots=None, init_scale=0.0)
+        >>> model(torch.zeros(3, 2)).shape
+        torch.Size([3])
+        >>> model = QuantumClassifier(2, 1, device="default.qubit", shots=None, n_classes=3)
+        >>> model(torch.zeros(4, 2, dtype=torch.float64)).shape
+        torch.Size([4, 3])
+    """
+
+    def __init__(self, n_qubits: int = 4, layers: int = 2, *, device: str = "lightning.qubit",
+                 shots: int | None = 1000, seed: int | None = None,
+                 recorder: ShotRecorder | None = None, init_scale: float = 0.01,
+                 init_seed: int = 0, depolarizing: float = 0.0, n_classes: int = 2,
+                 init: str = "auto"):
+        super().__init__()
+        check_nonnegative_float(init_scale, "init_scale")
+        if init not in ("auto", "neutral", "small"):
+            raise ValueError(f"`init` must be 'auto', 'neutral' or 'small'. Found {init!r}.")
+        if init == "neutral" and n_classes != 2:
+            raise ValueError(f"`init='neutral'` is for the binary readout (n_classes=2). Found "
+                             f"n_classes={n_classes!r}; use init='small'.")
+        neutral = init == "neutral" or (init == "auto" and n_classes == 2)
+        self.n_qubits, self.layers, self.shots = n_qubits, layers, shots
+        self.depolarizing = depolarizing
+        self.qnode = make_qnode(n_qubits, layers, device=device, shots=shots, seed=seed,
+                                recorder=recorder, depolarizing=depolarizing,
+                                n_classes=n_classes)
+        self.n_classes = int(n_classes)
+        self.n_outputs = 1 if self.n_classes == 2 else self.n_classes
+        gen = torch.Generator().manual_seed(init_seed)
+
+        def init(tensor):
+            with torch.no_grad():
+                tensor.copy_(torch.randn(tensor.shape, generator=gen) * init_scale)
+                if neutral:
+                    tensor[-1, neutral_readout_wire(n_qubits, layers), :2] = math.pi / 2
+            return tensor
+
+        self.qlayer = TorchLayer(self.qnode, {"weights": (layers, n_qubits, 3)},
+                                 init_method=init)
+
+    def _readouts(self, x: torch.Tensor) -> torch.Tensor:
+        """The TorchLayer's outputs as ``(B, n_outputs)`` (``(n_outputs,)`` for one example)."""
+        out = self.qlayer(x)
+        if self.n_outputs == 1:
+            return out.reshape(-1, 1) if x.ndim > 1 else out.reshape(1)
+        # several measurements: TorchLayer stacks them along the first axis, (K, B, 1)
+        if x.ndim == 1:
+            return out.reshape(self.n_outputs)
+        return out.reshape(self.n_outputs, -1).transpose(0, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self._readouts(x)
+        return out.reshape(-1) if self.n_outputs == 1 else out
+
+    def variance_floor(self) -> float:
+        r"""Proven lower bound :math:`v_{\min}` on every circuit's single-shot variance.
+
+        From :func:`qprldp_core.certify_device` on this model's circuit (0 without noise).
+        """
+        from qprldp_core import certify_device
+
+        weights = self.qlayer.weights.detach().double()
+        # ε only labels the certificates that come with the floor; the floor does not use it.
+        cert = certify_device(self.qnode, epsilon=1.0,
+                              args=(torch.zeros(self.n_qubits, dtype=torch.float64), weights))
+        return float(cert.variance_floor)
+
+    def predict(self, x: torch.Tensor) -> torch.Tensor:
+        """Labels in {−1, +1} (binary) or class indices 0..K−1 as float64 (argmax)."""
+        with torch.no_grad():
+            out = self.forward(x)
+            if self.n_outputs == 1:
+                return torch.where(out >= 0, 1.0, -1.0)
+            return out.argmax(dim=-1).to(torch.float64)
+
+
+class HybridClassifier(QuantumClassifier):
+    r"""Hybrid classifier: ``Linear → π·sigmoid (angles) → TorchLayer → Linear``.
+
+    The classical layers are trainable (their per-example gradients come from Opacus; the
+    quantum weights' from :func:`~pennylane_qshiftdp.param_shift`). The input layer starts as
+    the identity and the output layer as :math:`y = f`, so at initialisation the model is the
+    :class:`QuantumClassifier` on the angles :math:`\pi\,\mathrm{sigmoid}(x)`.
+
+    Args:
+        n_qubits, layers, device, shots, seed, recorder, init_scale, init_seed, depolarizing:
+            as in :class:`QuantumClassifier`.
+        n_features: number of input features (default ``n_qubits``).
+        n_classes: as in :class:`QuantumClassifier`; the output layer is
+            ``Linear(n_outputs, n_outputs)``, initialised as the identity.
+
+    Example:
+        >>> model = HybridClassifier(2, 1, device="default.qubit", shots=None)
+        >>> model(torch.zeros(3, 2, dtype=torch.float64)).shape
+        torch.Size([3])
+    """
+
+    def __init__(self, n_qubits: int = 4, layers: int = 2, *, n_features: int | None = None,
+                 **kwargs):
+        super().__init__(n_qubits, layers, **kwargs)
+        n_features = n_qubits if n_features is None else check_positive_int(n_features,
+                                                                            "n_features")
+        self.pre = torch.nn.Linear(n_features, n_qubits).double()
+        m = self.n_outputs
+        self.post = torch.nn.Linear(m, m).double()
+        with torch.no_grad():
+            self.pre.weight.copy_(torch.eye(n_qubits, n_features))
+            self.pre.bias.zero_()
+            self.post.weight.copy_(torch.eye(m))
+            self.post.bias.zero_()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        angles = math.pi * torch.sigmoid(self.pre(x.double()))
+        f = self._readouts(angles)
+        out = self.post(f)
+        return out.reshape(-1) if self.n_outputs == 1 else out

@@ -1,0 +1,221 @@
+r"""The fixed one-qubit audit setting that refuted the first version's shot-noise credit.
+
+Circuit ``RY(x) RY(θ)``, ⟨Z⟩, θ = 0.3, 30 examples with maximal shot variance (or zero gradient),
+and a zero-variance canary whose clipped gradient is (almost) the full sensitivity C: the lattice
+score once showed ε ≥ 8 against a claimed ε of 1.99 at :math:`N_s = 2`. :func:`audit_setting`
+runs :func:`~pennylane_qshiftdp.audit.one_step.audit_one_step` on it in every credit and clip
+mode (:data:`SETTING_MODES`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+
+import pennylane as qml
+import torch
+
+from .._validation import check_positive_float, check_positive_int
+from ..gradients.parameter_shift import param_shift
+from ..gradients.shot_statistics import ShotRecorder
+from ..losses import LinearLoss
+from .one_step import audit_one_step
+from .plot import plot_audit
+from .result import AuditResult
+
+__all__ = ["BACKGROUNDS", "SETTING_MODES", "audit_setting"]
+
+#: Backgrounds of :func:`audit_setting`: the other examples' gradients.
+BACKGROUNDS = ("shot", "zero")
+
+#: The modes of :func:`audit_setting`: name -> (credit, max_grad_norm). ``"fixed_clip"`` uses
+#: the ``clip_norm`` argument of :func:`audit_setting` (default 0.5).
+SETTING_MODES = {
+    "none": ("none", "certified"),
+    "depolarizing": ("depolarizing", "certified"),
+    "adaptive": ("adaptive", "certified"),
+    "isotropic": ("isotropic", "certified"),
+    "fixed_clip": ("none", "fixed"),
+    "adaptive_clip": ("none", "adaptive"),
+}
+
+
+def _setting_circuit(q_dep: float):
+    def circuit(inputs, weights):
+        qml.RY(inputs[..., 0], wires=0)
+        qml.RY(weights[0], wires=0)
+        if q_dep:
+            qml.DepolarizingChannel(q_dep, wires=0)
+        return qml.expval(qml.Z(0))
+
+    return circuit
+
+
+def audit_setting(mode: str | None = None, *, credit: str | None = None, max_grad_norm=None,
+                  shots: int = 2, trials: int = 2000, seed: int = 0, theta: float = 0.3,
+                  num_examples: int = 30, target_epsilon: float = 2.0,
+                  target_delta: float = 1e-5, beta: float = 1e-3, depolarizing=None,
+                  clip_norm: float = 0.5, canary_label: float | None = None,
+                  background: str = "shot", proven_epsilon_factor: float | None = None,
+                  confidence: float = 0.95, plot_path=None, fresh: bool = False,
+                  progress: Callable | None = None,
+                  estimators=("clopper_pearson", "gdp")) -> AuditResult:
+    r"""Audit one step of the one-qubit setting that refuted the first version's shot-noise credit.
+
+    Circuit ``RY(x) RY(θ)`` on one qubit, ⟨Z⟩, one weight θ (``theta``), a QNode with
+    ``diff_method=pennylane_qshiftdp.param_shift`` and ``shots`` on ``default.qubit`` (or
+    ``default.mixed`` with a final ``DepolarizingChannel(depolarizing)``), linear loss
+    :math:`\ell = -y f`. :math:`D`: ``num_examples`` examples with :math:`x = -\theta` (both
+    shifted circuits have ⟨Z⟩ = 0: maximal shot variance) and balanced labels ±1
+    (``background="shot"``), or the same inputs with label 0, whose gradients are exactly 0
+    (``background="zero"``: the "zero background" world of Nasr et al., arXiv:2302.07956, in
+    which the release on :math:`D` is the DP noise alone).
+    :math:`D'`: :math:`D` plus the canary :math:`x = \pi/2 - \theta` (both shifted circuits
+    are Z eigenstates: no shot variance without device noise) with label ``canary_label``; its
+    gradient is ``canary_label`` :math:`\cdot (1 - p)` and the certified clip is
+    :math:`C = \Delta = 1`, so the default labels move the release by (almost) the full
+    sensitivity: 1 on the zero background, :math:`1 - 1/(2N_s)` on the shot background (half a
+    lattice step off the lattice, which the ``lattice`` score sees).
+    One step at q = 1 (make_private warns "q = 1"), SGD learning rate 1, budget
+    (``target_epsilon``, ``target_delta``). The ``lattice`` score uses
+    :math:`h = |c|(\lambda_{\max} - \lambda_{\min})/N_s = 1/N_s` (shift coefficient 1/2, ±1
+    outcomes, labels ±1): every sum over :math:`D` lies on :math:`h\mathbb Z`, and the canary
+    adds :math:`(1 - p)\cdot` ``canary_label`` to it.
+
+    Args:
+        mode: a key of :data:`SETTING_MODES` (``"none"``, ``"depolarizing"``,
+            ``"adaptive"``, ``"isotropic"``, ``"fixed_clip"``, ``"adaptive_clip"``); or
+            ``None`` and ``credit``/``max_grad_norm``.
+        credit: shot-noise credit mode (with ``mode=None``; default ``"none"``).
+        max_grad_norm: ``"certified"``, ``"adaptive"`` or a positive float (with
+            ``mode=None``; default ``"certified"``).
+        shots: :math:`N_s \ge 1` per shifted circuit.
+        trials: trials per world, ≥ 4.
+        seed: seeds every trial (repeatable).
+        theta: the weight θ.
+        num_examples: size of :math:`D`, a positive even number.
+        target_epsilon, target_delta: the budget (ε in nats).
+        beta: β of the ``adaptive`` and ``isotropic`` credits.
+        depolarizing: PennyLane ``DepolarizingChannel`` parameter :math:`q_{dep} \in [0, 3/4]`
+            before the measurement; its variance floor :math:`v_{\min}` comes from
+            :func:`qprldp_core.certify_device` (source ``"proven"``). Default 0.25 for
+            ``credit="depolarizing"``, else 0 (noiseless ``default.qubit``).
+        clip_norm: the clip norm of ``mode="fixed_clip"``.
+        canary_label: the canary's label (loss weight), in [-1, 1]; default
+            :math:`1 - 1/(2N_s)` (``"shot"``) or 1 (``"zero"``).
+        background: ``"shot"`` (examples of maximal shot variance) or ``"zero"`` (zero
+            gradients; no ``lattice`` score).
+        estimators: which estimators bound ε (see :func:`audit_one_step`).
+        proven_epsilon_factor: passed to :func:`make_private` with a credit mode (``None``:
+            its default); a large factor lowers the noise floor, which the audit then probes.
+        confidence: joint confidence of the bounds.
+        plot_path: if given, the score histograms are written there (PNG).
+        fresh: rebuild model and make_private for every trial (see :func:`audit_one_step`).
+        progress: optional callback ``progress(done, total)``.
+
+    Returns:
+        AuditResult: see :func:`audit_one_step`; ``label`` is the mode.
+
+    Raises:
+        ValueError: for an unknown mode, a mode together with ``credit``/``max_grad_norm``,
+            or invalid setting parameters.
+
+    Example:
+        >>> r = audit_setting("none", trials=40, seed=1)
+        >>> r.verdict, r.epsilon_lower_bound <= r.claimed_epsilon
+        ('not refuted', True)
+    """
+    if mode is not None:
+        if mode not in SETTING_MODES:
+            raise ValueError(f"`mode` must be one of {tuple(SETTING_MODES)}. Found {mode!r}.")
+        if credit is not None or max_grad_norm is not None:
+            raise ValueError(f"Give either `mode` or `credit`/`max_grad_norm`. Found "
+                             f"mode={mode!r}, credit={credit!r}, "
+                             f"max_grad_norm={max_grad_norm!r}.")
+        credit, max_grad_norm = SETTING_MODES[mode]
+        if max_grad_norm == "fixed":
+            max_grad_norm = check_positive_float(clip_norm, "clip_norm")
+        label = mode
+    else:
+        credit = "none" if credit is None else credit
+        max_grad_norm = "certified" if max_grad_norm is None else max_grad_norm
+        label = next((k for k, v in SETTING_MODES.items()
+                      if v == (credit, max_grad_norm)
+                      or (v == (credit, "fixed") and not isinstance(max_grad_norm, str))),
+                     f"credit={credit}, max_grad_norm={max_grad_norm}")
+    shots = check_positive_int(shots, "shots")
+    theta = float(theta)
+    num_examples = check_positive_int(num_examples, "num_examples")
+    if num_examples % 2 and background == "shot":
+        raise ValueError(f"`num_examples` must be even (balanced labels ±1). Found "
+                         f"{num_examples}.")
+    if background not in BACKGROUNDS:
+        raise ValueError(f"`background` must be one of {BACKGROUNDS}. Found {background!r}.")
+    if canary_label is None:
+        canary_label = 1.0 if background == "zero" else 1.0 - 0.5 / shots
+    if not -1.0 <= float(canary_label) <= 1.0:
+        raise ValueError(f"`canary_label` must be in [-1, 1] (linear loss). Found "
+                         f"{canary_label!r}.")
+    q_dep = (0.25 if credit == "depolarizing" else 0.0) if depolarizing is None else depolarizing
+    q_dep = float(q_dep)
+    if not 0.0 <= q_dep <= 0.75:
+        raise ValueError(f"`depolarizing` must be in [0, 0.75] (PennyLane's q). Found "
+                         f"{depolarizing!r}.")
+    circuit = _setting_circuit(q_dep)
+    use_recorder = credit not in ("none",) and credit is not None
+
+    def make_model(device_seed):
+        dev = qml.device("default.mixed" if q_dep else "default.qubit", wires=1,
+                         seed=device_seed)
+        recorder = ShotRecorder() if use_recorder else None
+        qnode = qml.QNode(circuit, dev, interface="torch", diff_method=param_shift,
+                          gradient_kwargs={"recorder": recorder} if recorder else {})
+        qnode = qml.set_shots(qnode, shots=shots)
+        layer = qml.qnn.TorchLayer(qnode, {"weights": (1,)}).double()
+        with torch.no_grad():
+            layer.weights.fill_(theta)
+        extra = {"recorder": recorder} if recorder is not None else {}
+        if q_dep:
+            from qprldp_core import certify_device
+
+            cert = certify_device(qnode, epsilon=1.0,
+                                  args=(torch.zeros(1, dtype=torch.float64),
+                                        torch.zeros(1, dtype=torch.float64)))
+            extra.update(variance_floor=float(cert.variance_floor),
+                         variance_floor_source="proven")
+        return layer, extra
+
+    n = num_examples
+    xs = torch.full((n, 1), -theta, dtype=torch.float64)
+    ys = (torch.tensor([1.0, -1.0] * (n // 2), dtype=torch.float64) if background == "shot"
+          else torch.zeros(n, dtype=torch.float64))
+    canary = (torch.tensor([math.pi / 2 - theta], dtype=torch.float64),
+              torch.tensor(float(canary_label), dtype=torch.float64))
+    kwargs = dict(target_epsilon=target_epsilon, target_delta=target_delta,
+                  max_grad_norm=max_grad_norm, credit=credit)
+    if credit in ("adaptive", "isotropic"):
+        kwargs["beta"] = beta
+    if proven_epsilon_factor is not None:
+        kwargs["proven_epsilon_factor"] = proven_epsilon_factor
+    # Shift coefficient |c| = 1/2, outcomes ±1, label weights ±1: sums lie on (1/Ns)ℤ.
+    step = 0.5 * 2.0 / shots
+    # The canary's expected per-example gradient of ℓ = -y f: y (1 - p) sin(π/2) with
+    # p = 4 q_dep / 3; only its sign matters in one dimension.
+    direction = [math.copysign(1.0, float(canary_label)) if canary_label else 1.0]
+    result = audit_one_step(make_model, LinearLoss, torch.utils.data.TensorDataset(xs, ys),
+                            canary, trials=trials, seed=seed,
+                            lattice_step=step if background == "shot" else None,
+                            canary_direction=direction, confidence=confidence, label=label,
+                            fresh=fresh, progress=progress, estimators=estimators, **kwargs)
+    settings = dict(result.settings)
+    settings.update(circuit="RY(x) RY(θ), <Z>, one qubit", theta=theta, shots=shots,
+                    device="default.mixed" if q_dep else "default.qubit",
+                    depolarizing_q=q_dep, canary_x=math.pi / 2 - theta,
+                    canary_label=float(canary_label), data_x=-theta, sample_rate=1.0, lr=1.0,
+                    background=background)
+    result = dataclasses.replace(result, settings=settings)
+    if plot_path is not None:
+        plot_audit(result, plot_path)
+    return result
+

@@ -1,0 +1,241 @@
+r"""What :func:`~pennylane_qshiftdp.make_private` checks about a model, from public information.
+
+Every check runs on the model, the declared loss and synthetic inputs (zeros or seeded random
+values of an example's shape), never on the training data's values: a refusal or warning that
+depended on a private example would itself reveal it.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pennylane as qml
+import torch
+from opacus import GradSampleModule
+from opacus.validators import ModuleValidator
+
+from .exceptions import PrivacyWarning, SensitivityError
+from .gradients.sensitivity_bound import sensitivity
+from .qnn.private_qnode import check_private_qnode
+
+__all__ = ["check_per_example_loss"]
+
+
+def torch_layers(module: torch.nn.Module) -> list[qml.qnn.TorchLayer]:
+    return [m for m in module.modules() if isinstance(m, qml.qnn.TorchLayer)]
+
+
+def check_supported(module: torch.nn.Module, layers) -> None:
+    """Refuse trainable parameters whose per-example gradients cannot be computed."""
+    for layer in layers:
+        check_private_qnode(layer.qnode)
+    for name, m in module.named_modules():
+        own = [n for n, p in m.named_parameters(recurse=False) if p.requires_grad]
+        if not own or isinstance(m, qml.qnn.TorchLayer) or (
+                type(m) in GradSampleModule.GRAD_SAMPLERS):
+            continue
+        if any(isinstance(c, qml.qnn.TorchLayer) for c in m.modules()):
+            raise SensitivityError(
+                f"Module {name or type(m).__name__!r} has trainable parameters {own} and "
+                f"contains a TorchLayer: Opacus cannot compute their per-example gradients "
+                f"(functorch cannot trace through a quantum device). Move the parameters into "
+                f"a separate torch.nn layer."
+            )
+    # Opacus's module rules (BatchNorm and other modules that mix examples or keep private
+    # running statistics; rules registered for TorchLayer apply too).
+    errors = ModuleValidator.validate(module, strict=False)
+    if errors:
+        raise SensitivityError(
+            f"Opacus's ModuleValidator refuses this module: "
+            f"{'; '.join(f'{type(e).__name__}: {e}' for e in errors)}. Replace the modules it "
+            f"names: `module = opacus.validators.ModuleValidator.fix(module)` swaps them for "
+            f"private-safe ones (e.g. BatchNorm -> GroupNorm); build the optimizer over the "
+            f"fixed module's parameters.")
+    errors = GradSampleModule.validate(module, strict=False)
+    if errors:
+        raise SensitivityError(f"Opacus cannot make this module private: {errors}")
+
+
+def modules_after(module, layer, example) -> list[str] | None:
+    """What runs after ``layer`` on a synthetic input: modules with parameters, by name.
+
+    The input is zeros of the example's shape and dtype (public). If the model's output is not
+    the layer's output (up to reshaping), ``"post-processing in forward()"`` is listed too
+    (e.g. a scale factor). ``None`` if the probe fails.
+    """
+    order: list[tuple[str, torch.nn.Module]] = []
+    captured: dict[str, object] = {}
+    handles = [layer.register_forward_hook(
+        lambda _m, _i, out: captured.__setitem__("layer", out))]
+    for name, m in module.named_modules():
+        if m is layer or not list(m.children()):
+            handles.append(m.register_forward_pre_hook(
+                lambda mod, _inp, name=name: order.append((name, mod))))
+    try:
+        with torch.no_grad():
+            out = module(torch.zeros_like(torch.as_tensor(example)).unsqueeze(0))
+    except Exception:  # noqa: BLE001 - a probe only; the caller says it could not check
+        return None
+    finally:
+        for h in handles:
+            h.remove()
+    after, names = False, []
+    for name, m in order:
+        if m is layer:
+            after = True
+        elif after and any(True for _ in m.parameters(recurse=False)) and name not in names:
+            names.append(name or type(m).__name__)
+    inner = captured.get("layer")
+    if module is not layer and not names and not (
+            isinstance(out, torch.Tensor) and isinstance(inner, torch.Tensor)
+            and out.numel() == inner.numel()
+            and torch.equal(out.reshape(-1).double(), inner.reshape(-1).double())):
+        names.append("post-processing in forward()")
+    return names
+
+
+#: Rows of the synthetic batch the loss probe uses.
+_PROBE_ROWS = 4
+
+
+def check_per_example_loss(criterion, output_shape, target_example, *, seed: int = 0) -> None:
+    r"""Refuse a loss whose gradient for one row depends on the other rows.
+
+    The guarantee needs the back-propagated loss to be a sum (or mean) of per-example terms
+    :math:`L = \sum_i \ell(f_i, y_i)` (or :math:`L/B`): then row :math:`i` of
+    :math:`\partial L/\partial f` depends on example :math:`i` alone and clipping each row
+    bounds each example. The probe evaluates ``criterion`` on a synthetic batch (random
+    outputs and targets of the given shapes; no training data), changes one row at a time,
+    and refuses if the gradient of any *other* row changes. It cannot see coupling done outside
+    ``criterion`` (e.g. labels standardised per batch in the loop).
+
+    Args:
+        criterion: callable ``(outputs, targets) -> scalar loss``.
+        output_shape: shape of one example's model output (tuple of ints).
+        target_example: one target (its shape and dtype are used; integer targets are drawn in
+            ``[0, output_shape[-1])``).
+        seed: seed of the synthetic batch.
+
+    Raises:
+        ValueError: if a row's gradient depends on another row, or the loss is not a scalar.
+
+    References:
+        Derived here (docs/engine.md, "Losses").
+
+    Example:
+        >>> check_per_example_loss(torch.nn.MSELoss(), (1,), torch.tensor([0.5]))
+        >>> def batch_softmax(out, y):
+        ...     return -(torch.log_softmax(out[:, 0], dim=0) * y[:, 0]).sum()
+        >>> check_per_example_loss(batch_softmax, (1,), torch.tensor([0.5]))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: The loss couples examples: ...
+    """
+    g = torch.Generator().manual_seed(seed)
+    target = torch.as_tensor(target_example)
+    shape = (_PROBE_ROWS, *tuple(output_shape))
+
+    def draw_targets(rows):
+        if target.dtype.is_floating_point:
+            return torch.randn((rows, *target.shape), generator=g, dtype=target.dtype)
+        high = max(int(output_shape[-1]) if len(output_shape) else 2, 2)
+        return torch.randint(0, high, (rows, *target.shape), generator=g, dtype=target.dtype)
+
+    def row_grads(out, y):
+        out = out.detach().clone().requires_grad_(True)
+        loss = criterion(out, y)
+        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+            raise ValueError(f"`criterion` must return a scalar loss. Found "
+                             f"{getattr(loss, 'shape', type(loss))}.")
+        return torch.autograd.grad(loss, out)[0]
+
+    out = torch.randn(shape, generator=g, dtype=torch.float64)
+    y = draw_targets(_PROBE_ROWS)
+    base = row_grads(out, y)
+    for j in range(_PROBE_ROWS):
+        out2, y2 = out.clone(), y.clone()
+        out2[j] = torch.randn(shape[1:], generator=g, dtype=torch.float64)
+        y2[j] = draw_targets(1)[0]
+        moved = row_grads(out2, y2)
+        others = [i for i in range(_PROBE_ROWS) if i != j]
+        if not torch.allclose(moved[others], base[others], rtol=1e-9, atol=1e-12):
+            raise ValueError(
+                "The loss couples examples: changing row {j} of a synthetic batch changed the "
+                "gradient of other rows. Clipping bounds each row, but one example would then "
+                "move every row. Use a sum or mean of per-example terms (e.g. "
+                "torch.nn.MSELoss(), CrossEntropyLoss() with reduction 'mean' or 'sum'); "
+                "no batch-level normalisation, softmax over the batch or contrastive terms."
+                .replace("{j}", str(j)))
+
+
+def layer_inputs(module, layer, example) -> torch.Tensor:
+    """The TorchLayer's input for one training example (one analytic-free forward pass)."""
+    captured = {}
+
+    def hook(_m, inputs, _out):
+        captured["x"] = inputs[0].detach()
+
+    handle = layer.register_forward_hook(hook)
+    try:
+        with torch.no_grad():
+            module(example.unsqueeze(0))
+    finally:
+        handle.remove()
+    x = captured["x"]
+    return x.reshape(-1, x.shape[-1])[0].double()
+
+
+def layer_sensitivity(module, layer, example, *, loss, adjacency, jacobian_bound):
+    weights = {k: v.detach().clone().double().requires_grad_(True)
+               for k, v in layer.qnode_weights.items()}
+    x0 = layer_inputs(module, layer, example)
+    return sensitivity(layer.qnode, adjacency=adjacency, loss=loss, jacobian_bound=jacobian_bound,
+                       **{layer.input_arg: x0}, **weights)
+
+
+def output_shape(module, example) -> tuple[int, ...]:
+    """Shape of one example's model output, from a forward pass on zeros (public)."""
+    with torch.no_grad():
+        out = module(torch.zeros_like(torch.as_tensor(example)).unsqueeze(0))
+    return tuple(out.shape[1:])
+
+
+def certified_coverage(module, layer, example, loss, strict: bool) -> str:
+    """Whether the certified Δ covers the model, from public information; warn or refuse.
+
+    Δ bounds the quantum weights' gradient when the TorchLayer's output goes into the declared
+    loss. Modules with parameters after the layer multiply ∂ℓ/∂f by their weights, and an
+    undeclared loss is taken as linear: then clips can bind and C = Δ is a DP-SGD clip.
+    """
+    after = modules_after(module, layer, example)
+    problems = []
+    if after is None:
+        problems.append("the model's structure could not be probed on a synthetic input")
+    elif after:
+        problems.append(f"modules with parameters run after the TorchLayer ({after}), so "
+                        f"the loss gradient reaching it is not the declared one")
+    if loss is None:
+        problems.append("no `loss` was declared, so Δ assumes the linear loss (|∂ℓ/∂f| ≤ 1); "
+                        "MSE or cross-entropy make clips bind (declare e.g. "
+                        "pennylane_qshiftdp.losses.MSELoss or SoftmaxCrossEntropyLoss)")
+    if not problems:
+        return "covered: no module with parameters after the TorchLayer, loss declared"
+    text = ("The certified bound Δ does not cover this model: " + "; ".join(problems)
+            + ". Clips may bind: privacy holds, but C = Δ is then a DP-SGD clip, not "
+            "'no clip binds'.")
+    if strict:
+        raise SensitivityError(text + " (strict=True refuses this; decided from the model and "
+                               "the declared loss only, never from the data.)")
+    warnings.warn(text, PrivacyWarning, stacklevel=3)
+    return "not covered: " + "; ".join(problems)
+
+
+def feeds_data(module, layer, example) -> bool:
+    """Whether ``layer`` receives the raw example (the module adds only fixed reshaping)."""
+    try:
+        x = layer_inputs(module, layer, example)
+    except Exception:  # noqa: BLE001 - probing only
+        return False
+    ref = torch.as_tensor(example, dtype=torch.float64).reshape(-1)
+    return x.shape == ref.shape and bool(torch.allclose(x, ref))
+

@@ -1,0 +1,729 @@
+r"""``QShiftDPOptimizer``: Opacus's DP optimizer with certified clipping and shot-noise credit.
+
+A subclass of :class:`opacus.optimizers.DPOptimizer`, so schedulers, ``zero_grad``, ``step``,
+``state_dict`` and Opacus's ``BatchMemoryManager`` behave as in Opacus. In :meth:`step` it
+
+1. checks the :class:`~pennylane_qshiftdp.PrivacyLedger` *before* anything changes;
+2. clips every example's gradient (Opacus's ``p.grad_sample``) to L2 norm at most ``C`` — one
+   flat clip norm, or one per group of parameters (``clip_groups``; the noise then uses
+   :math:`C = \sqrt{\sum_g C_g^2}`), or an adaptive quantile clip norm (Andrew et al.,
+   arXiv:1905.03871) whose centred unclipped count is divided by the *expected* batch size;
+   a non-finite per-example gradient contributes zero;
+3. adds Gaussian noise of standard deviation :math:`\sigma C` per coordinate
+   (:math:`2\sigma C` under replace-one adjacency); with a
+   shot-noise credit mode the quantum coordinates get exactly the floor
+   :math:`\sigma_{\mathrm{floor}} C` instead (a level that never depends on the batch) and the
+   batch's credited shot noise only enters the *credited* noise multiplier;
+4. divides by the expected batch size :math:`qN` and steps the wrapped optimizer;
+5. charges the ledger one step with the proven noise multiplier
+   :math:`\sigma_t = \min_k \mathrm{std}_k / C` (data-independent) and, with a credit mode,
+   the credited one.
+
+Privacy does not depend on the loss or the loop: clipping happens here, on whatever
+per-example gradients Opacus's hooks computed. An empty Poisson batch (or a step without a
+backward pass) adds the full noise and counts as a step.
+
+With ``certified=True`` the clip norm is the a-priori bound Δ of the parameter-shift gradient
+(:func:`~pennylane_qshiftdp.sensitivity`): for a certified model no clip binds, and a clip that
+binds means the declared bound was wrong; it is counted in the step record as a diagnostic
+(never raised: whether a clip binds depends on the private batch).
+
+One ``step()`` per backward pass over one Poisson batch: accumulating several batches, or
+several backward passes over one batch, is refused before anything changes (as Opacus's
+``PrivacyEngine`` does under Poisson sampling), and so is a step after drawing more than one
+batch from the Poisson loader. The budget check follows the noise multiplier actually set
+(``optimizer.noise_multiplier``, e.g. by an Opacus noise scheduler), which is data-independent.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import torch
+from opacus.optimizers import DPOptimizer
+
+from .._validation import (
+    check_beta,
+    check_choice,
+    check_nonnegative_float,
+    check_positive_float,
+    check_positive_int,
+)
+from ..accountants.ledger import ADJACENCIES, PrivacyLedger
+from ..credit.shot_noise import CREDIT_MODES, confidence_multiplier, shot_noise_credit
+from ..exceptions import PrivacyBudgetExceededError, PrivacyWarning
+from ..gradients.shot_statistics import ShotRecorder
+from .adaptive_clipping import adaptive_settings, gradient_noise_multiplier, next_clip_norm
+from .secure_noise import secure_normal
+
+__all__ = ["QShiftDPOptimizer", "StepRecord", "PUBLIC_RECORD_KEYS"]
+
+# A per-example norm above C·(1 + _BIND_RTOL) counts as a binding clip (float rounding of the
+# a-priori bound is far below this).
+_BIND_RTOL = 1e-9
+# A clip norm from public information is never set below this (all-zero gradients).
+_MIN_PUBLIC_CLIP = 1e-6
+
+
+class StepRecord(dict):
+    """What one step clipped, added and credited (a dict: JSON-friendly).
+
+    Only the keys in :data:`PUBLIC_RECORD_KEYS` are data-independent (or DP releases); the
+    others (batch size, clipped and non-finite counts, gradient SNR, shot-variance estimates)
+    depend on the private batch and are diagnostics, not protected.
+    """
+
+
+#: Step-record keys that do not depend on the private batch (or are DP releases).
+PUBLIC_RECORD_KEYS = frozenset({
+    "step", "credit_mode", "certified", "adjacency", "proven_noise_multiplier",
+    "noise_multiplier", "noise_std", "sensitivity", "artificial_variance_mean",
+    "target_variance", "clip_norm", "clip_norms", "next_clip_norm",
+    "released_centred_unclipped_count", "epsilon",
+})
+
+
+class QShiftDPOptimizer(DPOptimizer):
+    r"""Opacus :class:`~opacus.optimizers.DPOptimizer` for quantum and hybrid models (Q-ShiftDP).
+
+    Args:
+        optimizer: the wrapped :class:`torch.optim.Optimizer`.
+        noise_multiplier: σ > 0 (from :func:`~pennylane_qshiftdp.calibrate_noise_multiplier`).
+        max_grad_norm: the clip norm C > 0 (flat clipping), or the initial clip norm of
+            adaptive clipping. Ignored when ``clip_groups`` is given.
+        expected_batch_size: :math:`qN > 0`; the noisy sum is divided by it.
+        clip_groups: optional list of ``(parameters, clip_norm)``: each group's part of every
+            per-example gradient is clipped to its own norm (per-layer clipping); the noise
+            uses :math:`C = \sqrt{\sum_g C_g^2}`. Every optimised parameter must be in a group.
+        certified: the clip norms are certified a-priori bounds (a binding clip is a defect,
+            counted as a diagnostic): ``True``/``False`` for all groups, or one bool per clip
+            group. A binding clip never raises: a refusal that fires only when some private
+            example is present would itself leak it (``make_private(strict=True)`` checks the
+            model against the bound from public information instead).
+        adjacency: ``"add_remove"`` (default) or ``"replace_one"``: a replaced example moves
+            the clipped sum by up to :math:`2C` (and the centred adaptive count by 1), so the
+            noise is :math:`2\sigma C` (and :math:`2\sigma_b`) in every clip mode.
+        credit: shot-noise credit mode (``"none"``, ``"depolarizing"``, ``"adaptive"``,
+            ``"isotropic"``); needs ``certified`` and ``credit_layer``.
+        credit_layer: the :class:`pennylane.qnn.TorchLayer` whose weights get the credit.
+        recorder: the :class:`~.ShotRecorder` attached to its QNode.
+        beta: failure probability of the adaptive bound over the run (adaptive/isotropic).
+        steps: planned number of steps T (Bonferroni correction of the adaptive bound).
+        variance_floor: proven :math:`v_{\min}` (``depolarizing``; floor of ``adaptive``).
+        noise_floor_multiplier: :math:`\sigma_{\mathrm{floor}} > 0`: with a credit mode the
+            quantum coordinates get exactly :math:`\sigma_{\mathrm{floor}} C` of Gaussian noise
+            at every step (data-independent; the credited shot noise is meant to make up the
+            rest). Required with a credit mode; must be below σ.
+        adaptive_clipping: ``None`` or a dict with ``target_unclipped_quantile`` γ ∈ (0, 1),
+            ``clipbound_learning_rate`` η > 0, ``min_clipbound``, ``max_clipbound`` and
+            optionally ``unclipped_num_std`` (default :func:`count_noise_multiplier`).
+        generator: a seeded :class:`torch.Generator` (repeatable noise, not for release) or
+            ``None``.
+        secure_mode: draw the noise from the OS's CSPRNG (:func:`secure_normal`); refuses a
+            ``generator``.
+        ledger: a :class:`~pennylane_qshiftdp.PrivacyLedger`, checked before and
+            charged after each step.
+        confidence: ``"gaussian"`` or ``"cantelli"`` multiplier for the adaptive credit.
+        outcome_range: ``(lo, hi)`` of every single-shot outcome of the measured observable
+            (the adaptive bound's range; default ``(-1, 1)``, Pauli words).
+        loss_reduction: ``"mean"`` or ``"sum"`` (as in Opacus). Every ``step()`` must follow
+            exactly one backward pass over one Poisson batch: several backward passes
+            (gradient accumulation, or a main and an auxiliary loss back-propagated
+            separately) are refused; back-propagate ``(main + aux)`` once instead, so each
+            example's contributions are summed before it is clipped.
+        clip_norm_fn: optional callable ``step -> C`` giving a clip norm from public
+            information (e.g. :func:`~pennylane_qshiftdp.domain_gradient_bound`);
+            called every ``clip_refresh_steps`` steps before clipping (flat clipping only).
+        clip_refresh_steps: how often ``clip_norm_fn`` is called, ≥ 1.
+        distributed: data-parallel training on an initialised ``torch.distributed`` process
+            group: each process clips the per-example gradients of its share of the Poisson
+            batch, the clipped sums are all-reduced, and the noise is drawn once (by rank 0)
+            and shared, so every process takes the same step.
+
+    Per-example gradients that are not finite (an input or label NaN or inf) contribute
+    zero: their clip factor is 0, so no release is ever NaN or inf. How many there were is a
+    diagnostic (``last_record["nonfinite_examples"]``), not protected, and nothing warns about
+    it at run time (a warning that fires only on the data set holding the bad example would
+    reveal it).
+
+    Raises:
+        ValueError: for invalid σ, C, batch size, credit settings or adaptive-clipping
+            settings (e.g. :math:`2\sigma_b \le \sigma`).
+        NotImplementedError: for a credit mode without certified clipping.
+
+    References:
+        Abadi et al., arXiv:1607.00133 (DP-SGD); Andrew et al., arXiv:1905.03871 (quantile
+        clipping); Ngo et al., arXiv:2602.02962 (Q-ShiftDP).
+
+    Example:
+        >>> from opacus import GradSampleModule
+        >>> model = GradSampleModule(torch.nn.Linear(2, 1, bias=False).double())
+        >>> opt = QShiftDPOptimizer(torch.optim.SGD(model.parameters(), lr=1.0),
+        ...     noise_multiplier=1.0, max_grad_norm=1.0, expected_batch_size=10,
+        ...     generator=torch.Generator().manual_seed(0))
+        >>> model(torch.ones(3, 2, dtype=torch.float64)).sum().backward()
+        >>> _ = opt.step()
+        >>> opt.last_record["proven_noise_multiplier"]
+        1.0
+    """
+
+    _is_last_step_skipped: bool  # Opacus's DPOptimizer sets it
+
+    def __init__(self, optimizer: torch.optim.Optimizer, *, noise_multiplier: float,
+                 max_grad_norm: float, expected_batch_size: float, clip_groups=None,
+                 certified: bool = False, adjacency: str = "add_remove", credit: str = "none",
+                 credit_layer=None, recorder: ShotRecorder | None = None, beta: float = 0.0,
+                 steps: int | None = None, variance_floor: float = 0.0,
+                 noise_floor_multiplier: float | None = None, adaptive_clipping=None,
+                 generator: torch.Generator | None = None, secure_mode: bool = False,
+                 ledger: PrivacyLedger | None = None, confidence: str = "gaussian",
+                 outcome_range=None, loss_reduction: str = "mean",
+                 distributed: bool = False, clip_norm_fn=None, clip_refresh_steps: int = 1):
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise TypeError(f"`optimizer` must be a torch.optim.Optimizer. Found "
+                            f"{type(optimizer).__name__}.")
+        sigma = check_positive_float(noise_multiplier, "noise_multiplier")
+        check_positive_float(expected_batch_size, "expected_batch_size")
+        if secure_mode and generator is not None:
+            raise ValueError("secure_mode draws noise from the OS's CSPRNG and refuses a "
+                             "seeded `generator`.")
+        super().__init__(optimizer, noise_multiplier=sigma,
+                         max_grad_norm=check_positive_float(max_grad_norm, "max_grad_norm"),
+                         expected_batch_size=expected_batch_size, loss_reduction=loss_reduction,
+                         generator=generator, secure_mode=False)
+        self.secure_mode = bool(secure_mode)
+        params = self.params
+        if clip_groups is None:
+            clip_groups = [(params, float(max_grad_norm))]
+        ids = {id(p) for p in params}
+        grouped: list[tuple[list, float]] = []
+        seen: set[int] = set()
+        for i, (group, norm) in enumerate(clip_groups):
+            group = [p for p in group if id(p) in ids]
+            check_positive_float(norm, f"clip_groups[{i}] norm")
+            seen.update(id(p) for p in group)
+            grouped.append((group, float(norm)))
+        missing = [tuple(p.shape) for p in params if id(p) not in seen]
+        if missing:
+            raise ValueError(f"Every optimised parameter needs a clip norm; parameters of "
+                             f"shapes {missing} are in no clip group.")
+        self.clip_groups = grouped
+        self.max_grad_norm = math.sqrt(sum(c * c for _, c in grouped))
+        flags = ([bool(certified)] * len(grouped) if isinstance(certified, bool)
+                 else [bool(c) for c in certified])
+        if len(flags) != len(grouped):
+            raise ValueError(f"`certified` must be a bool or one bool per clip group "
+                             f"({len(grouped)}). Found {certified!r}.")
+        self._certified_flags = flags
+        self.certified = flags[0] if flags else False
+        self.adjacency = check_choice(adjacency, "adjacency", ADJACENCIES)
+        #: 2 under replace-one adjacency (a replaced example moves the sum by 2C), else 1.
+        self.sensitivity_factor = 2.0 if self.adjacency == "replace_one" else 1.0
+
+        if credit not in CREDIT_MODES:
+            raise ValueError(f"`credit` must be one of {CREDIT_MODES}. Found {credit!r}.")
+        adaptive = credit in ("adaptive", "isotropic")
+        check_beta(beta, "beta", required=adaptive)
+        check_nonnegative_float(variance_floor, "variance_floor")
+        if credit != "none":
+            if not certified or adaptive_clipping is not None:
+                raise NotImplementedError(
+                    f"credit={credit!r} needs certified clipping (max_grad_norm='certified'): "
+                    f"the credit counts the shot noise of unclipped gradients."
+                )
+            if credit_layer is None or recorder is None:
+                raise ValueError(f"credit={credit!r} needs the quantum layer (`credit_layer`) "
+                                 f"and the `recorder` attached to its QNode.")
+            if noise_floor_multiplier is None:
+                raise ValueError(f"credit={credit!r} needs `noise_floor_multiplier` (the "
+                                 f"smallest noise the credit may leave, in units of C).")
+            check_positive_float(noise_floor_multiplier, "noise_floor_multiplier")
+            if noise_floor_multiplier >= sigma:
+                raise ValueError(
+                    f"`noise_floor_multiplier` must be below `noise_multiplier` = {sigma:g} "
+                    f"(otherwise no shot noise can be credited). Found {noise_floor_multiplier}."
+                )
+            if adaptive and (steps is None or steps < 1):
+                raise ValueError(f"`steps` (planned T) must be a positive integer for "
+                                 f"credit={credit!r}. Found {steps!r}.")
+        self.credit = credit
+        self.credit_layer = credit_layer
+        self.recorder = recorder
+        self.beta = float(beta)
+        self.variance_floor = float(variance_floor)
+        self.outcome_range = tuple(outcome_range) if outcome_range is not None else (-1.0, 1.0)
+        self.noise_floor_multiplier = (float(noise_floor_multiplier)
+                                       if noise_floor_multiplier is not None else None)
+        self._credit_params = ([p for p in credit_layer.qnode_weights.values()]
+                               if credit_layer is not None and credit != "none" else [])
+        num_credit = sum(p.numel() for p in self._credit_params)
+        self.z = (confidence_multiplier(beta=beta, steps=int(steps or 0), coordinates=num_credit,
+                                        method=confidence) if adaptive else None)
+
+        self.distributed = bool(distributed)
+        if self.distributed:
+            if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+                raise ValueError("distributed=True needs an initialised torch.distributed "
+                                 "process group (e.g. launched by torchrun).")
+            if credit != "none":
+                raise NotImplementedError(f"credit={credit!r} is not supported with "
+                                          f"distributed training; use credit='none'.")
+        if clip_norm_fn is not None and (len(self.clip_groups) != 1 or
+                                         adaptive_clipping is not None):
+            raise ValueError("`clip_norm_fn` needs one flat clip group and no adaptive clipping.")
+        self.clip_norm_fn = clip_norm_fn
+        self.clip_refresh_steps = check_positive_int(clip_refresh_steps, "clip_refresh_steps")
+        self.adaptive_clipping: dict | None = None
+        if adaptive_clipping is not None:
+            self._configure_adaptive(dict(adaptive_clipping), sigma, float(expected_batch_size))
+        self.ledger = ledger
+        self.history: list[StepRecord] = []
+        self.last_record: StepRecord | None = None
+        self._step_stats: dict = {}
+        self._scale_iterations = 1
+        self._loader = None
+        self._loader_count = 0
+        self._loader_workers = 0
+        self._warned_loader = False
+
+    def attach_loader(self, loader) -> None:
+        """The Poisson loader whose batches the steps must come from (warns otherwise)."""
+        self._loader = loader.batch_sampler
+        self._loader_count = getattr(self._loader, "batches_drawn", 0)
+        self._loader_workers = int(getattr(loader, "num_workers", 0) or 0)
+    # ------------------------------------------------------------------ configuration
+    def _configure_adaptive(self, cfg, sigma, expected_batch_size):
+        if len(self.clip_groups) != 1:
+            raise NotImplementedError("Adaptive clipping uses one flat clip norm.")
+        self.adaptive_clipping = adaptive_settings(cfg, sigma, expected_batch_size)
+
+    def _gradient_noise_multiplier(self, sigma: float) -> float:
+        """σ_Δ of the gradient sum at the σ currently set (:func:`gradient_noise_multiplier`)."""
+        assert self.adaptive_clipping is not None  # only called with adaptive clipping on
+        return gradient_noise_multiplier(sigma, self.adaptive_clipping["unclipped_num_std"])
+
+    # ------------------------------------------------------------------ noise
+    def _standard_normal(self, n: int) -> torch.Tensor:
+        """``n`` standard normal draws; in distributed training drawn by rank 0 and shared."""
+        if self.distributed and torch.distributed.get_rank() != 0:
+            z = torch.zeros(n, dtype=torch.float64)
+        elif self.secure_mode:
+            z = torch.as_tensor(secure_normal(n))
+        else:
+            z = torch.randn(n, generator=self.generator, dtype=torch.float64)
+        if self.distributed:
+            torch.distributed.all_reduce(z, op=torch.distributed.ReduceOp.SUM)
+        return z
+
+    def _check_one_batch(self) -> None:
+        """Refuse a step over several backward passes or several Poisson batches.
+
+        Opacus stores ``p.grad_sample`` as a list after a second backward pass without a step.
+        Each pass's rows would be clipped separately, so an example present in two passes
+        would contribute 2C against noise σC; and several Poisson batches before one step are
+        not one step of the sampled Gaussian mechanism at rate q. Whether this happens
+        depends on the loop only, never on the data.
+        """
+        for p in self.params:
+            gs = getattr(p, "grad_sample", None)
+            if isinstance(gs, list) and len(gs) > 1:
+                raise ValueError(
+                    f"optimizer.step() after {len(gs)} backward passes: per-example gradients "
+                    f"of several backward passes would be clipped separately (an example in "
+                    f"two of them would count twice), and several Poisson batches per step are "
+                    f"not accounted. Call optimizer.step() after every backward pass; for a "
+                    f"main and an auxiliary loss back-propagate their sum once; for large "
+                    f"batches use Opacus's BatchMemoryManager. No step was taken."
+                )
+        if self._loader is None or self._loader_workers:
+            return  # with worker processes the loader prefetches: its count is not per step
+        drawn = getattr(self._loader, "batches_drawn", 0) - self._loader_count
+        if drawn > 1:
+            raise ValueError(
+                f"optimizer.step() after drawing {drawn} batches from the Poisson-sampling "
+                f"loader: the ledger accounts one batch (rate q) per step. Call "
+                f"optimizer.step() once per batch (BatchMemoryManager splits a large batch "
+                f"without breaking this). No step was taken."
+            )
+
+    def _check_loader(self) -> None:
+        """Warn once when a step used no batch of the Poisson loader make_private returned."""
+        if self._loader is None:
+            return
+        drawn = getattr(self._loader, "batches_drawn", 0)
+        if drawn == self._loader_count and self.ledger is not None:
+            count = (self.ledger.extra or {}).get("steps_without_poisson_batch", 0) + 1
+            self.ledger.extra_update({"steps_without_poisson_batch": count})
+        if drawn == self._loader_count and not self._warned_loader:
+            self._warned_loader = True
+            warnings.warn(
+                "optimizer.step() was called without drawing a batch from the Poisson-sampling "
+                "loader returned by make_private: the ledger's ε assumes Poisson sampling at "
+                f"rate q = {self.ledger.sample_rate if self.ledger else '?'} and does not hold "
+                "for batches from another loader (the privacy statement now says so). Iterate "
+                "the returned loader.",
+                PrivacyWarning, stacklevel=3)
+        self._loader_count = drawn
+
+    def _all_reduce_step(self) -> None:
+        """Distributed: sum the clipped gradients and the step's counts over processes."""
+        ops = torch.distributed
+        for p in self.params:
+            ops.all_reduce(p.summed_grad, op=ops.ReduceOp.SUM)
+        keys = ("batch_examples", "clipped", "certified_bound_violations", "unclipped",
+                "nonfinite_examples")
+        counts = torch.tensor([float(self._step_stats.get(k, 0)) for k in keys],
+                              dtype=torch.float64)
+        ops.all_reduce(counts, op=ops.ReduceOp.SUM)
+        ratio = torch.tensor([self._step_stats.get("largest_norm_ratio", 0.0)],
+                             dtype=torch.float64)
+        ops.all_reduce(ratio, op=ops.ReduceOp.MAX)
+        self._step_stats.update({k: int(v) for k, v in zip(keys, counts.tolist(), strict=True)})
+        self._step_stats["largest_norm_ratio"] = float(ratio[0])
+
+    # ------------------------------------------------------------------ per-sample gradients
+    def _ensure_grad_samples(self) -> int:
+        """Fill missing per-sample gradients with zeros; return the batch size."""
+        sizes = [len(p.grad_sample) if isinstance(p.grad_sample, torch.Tensor) else
+                 sum(len(g) for g in p.grad_sample)
+                 for p in self.params if getattr(p, "grad_sample", None) is not None]
+        batch = max(sizes) if sizes else 0
+        for p in self.params:
+            if getattr(p, "grad_sample", None) is None:
+                # No backward reached this parameter (e.g. an empty batch): zero gradients,
+                # never the unclipped p.grad of some other code path.
+                p.grad_sample = torch.zeros(batch, *p.shape, dtype=p.dtype, device=p.device)
+        return batch
+
+    def clip_and_accumulate(self):
+        """Per-example clipping (per group); non-finite examples zeroed; diagnostic counts."""
+        samples = [self._get_flat_grad_sample(p) for p in self.params]
+        batch = len(samples[0]) if samples else 0
+        # An example whose gradient has a NaN or inf anywhere contributes zero: its clip factor
+        # is 0 and its rows are replaced by zeros (0·inf would be NaN). This depends on that
+        # example alone, so the sum keeps sensitivity C.
+        finite = torch.ones(batch, dtype=torch.bool)
+        for g in samples if batch else []:
+            finite &= torch.isfinite(g.reshape(batch, -1)).all(dim=1).cpu()
+        nonfinite = int(batch - finite.sum())
+        if nonfinite:
+            samples = [torch.where(finite.to(g.device).view(-1, *[1] * (g.dim() - 1)), g,
+                                   torch.zeros((), dtype=g.dtype, device=g.device))
+                       for g in samples]
+        index = {id(p): i for i, p in enumerate(self.params)}
+        factors = {}
+        bound_count, largest_ratio = 0, 0.0
+        unclipped, clipped_any = 0, None
+        if self.adaptive_clipping is not None:
+            self.clip_groups = [(self.clip_groups[0][0], float(self.max_grad_norm))]
+        for (group, norm), certified in zip(self.clip_groups, self._certified_flags, strict=True):
+            if batch == 0:
+                factor = torch.zeros(0, dtype=torch.float64)
+                norms = torch.zeros(0, dtype=torch.float64)
+            else:
+                norms = torch.stack(
+                    [samples[index[id(p)]].reshape(batch, -1).double().norm(2, dim=-1).cpu()
+                     for p in group], dim=1).norm(2, dim=1)
+                factor = (norm / (norms + 1e-6)).clamp(max=1.0) * finite
+            binding = norms > norm * (1.0 + _BIND_RTOL)
+            unclipped = int((~binding).sum())
+            if certified:
+                bound_count = max(bound_count, int(binding.sum()))
+                if batch:
+                    largest_ratio = max(largest_ratio, float(norms.max()) / norm)
+            clipped_any = binding if clipped_any is None else clipped_any | binding
+            for p in group:
+                factors[id(p)] = factor
+        for p, g in zip(self.params, samples, strict=True):
+            grad = torch.einsum("i,i...", factors[id(p)].to(g.device, p.dtype), g.to(p.dtype))
+            p.summed_grad = grad if p.summed_grad is None else p.summed_grad + grad
+            p.grad_sample = None
+        stats = self._step_stats
+        stats["batch_examples"] = stats.get("batch_examples", 0) + batch
+        stats["nonfinite_examples"] = stats.get("nonfinite_examples", 0) + nonfinite
+        stats["certified_bound_violations"] = (stats.get("certified_bound_violations", 0)
+                                               + bound_count)
+        stats["clipped"] = stats.get("clipped", 0) + (int(clipped_any.sum())
+                                                      if clipped_any is not None else 0)
+        stats["largest_norm_ratio"] = max(stats.get("largest_norm_ratio", 0.0), largest_ratio)
+        stats["unclipped"] = stats.get("unclipped", 0) + unclipped
+
+    def _credit(self):
+        """Per-coordinate credited variance of the credit layer's weights (or ``None``)."""
+        if self.credit == "none":
+            return None
+        layer = self.credit_layer
+        sample = layer.evaluations.last_grad_sample
+        stats = self.recorder.statistics
+        if self._step_stats.get("batch_examples", 0) == 0 or len(stats) == 0 or sample is None:
+            return None
+        if stats.call.max() > 0:
+            raise NotImplementedError(
+                f"The recorder holds {stats.call.max() + 1} gradient calls; shot-noise credit "
+                f"needs one forward/backward per step (no virtual steps, no second forward)."
+            )
+        ev, backprops = sample.evaluation, sample.backprops
+        if backprops.shape[1] != 1:
+            raise NotImplementedError("Shot-noise credit supports one scalar output per example.")
+        return shot_noise_credit(stats, jacobian=ev.tape_to_weight_jacobian(),
+                                 loss_weights=backprops[:, 0].numpy(), mode=self.credit,
+                                 variance_floor=self.variance_floor, z=self.z,
+                                 outcome_range=self.outcome_range)
+
+    def add_noise(self):
+        r"""Add Gaussian noise whose level never depends on the batch.
+
+        Without credit: std :math:`\sigma s C` on every coordinate, :math:`s` = 2 under
+        replace-one adjacency and 1 otherwise (the largest change one example makes to the
+        clipped sum is :math:`sC`). With a credit mode: std :math:`\sigma_{floor} s C` on the
+        credited (quantum) coordinates, *whatever the credit*, and :math:`\sigma s C`
+        elsewhere. The noise level must not depend on the current batch: two Gaussians whose
+        variances differ between neighbouring data sets are distinguishable through the
+        variance alone (for σ vs σ_floor of the audit setting, δ(ε = 3) ≈ 6·10⁻³ with
+        identical means; docs/noise.md). The shot noise credited for the batch only enters
+        the *credited* noise multiplier
+        :math:`\sigma^{cr}_t = \sqrt{\min_k(\mathrm{added}_k + \mathrm{credit}_k)}/(sC)`, an
+        approximation reported beside the proven one.
+        """
+        clip = self.max_grad_norm
+        scale = self.sensitivity_factor * clip  # the sensitivity the noise is calibrated for
+        sigma = self.noise_multiplier
+        if self.adaptive_clipping is not None:
+            sigma = self._gradient_noise_multiplier(self.noise_multiplier)
+        target_var = (sigma * scale) ** 2
+        credit = self._credit()
+        credit_ids = {id(p) for p in self._credit_params}
+        min_mult, min_total, offset = math.inf, math.inf, 0
+        credited_total, added_total, coords, signal = 0.0, 0.0, 0, 0.0
+        for p in self.params:
+            n = p.numel()
+            var = torch.full((n,), target_var, dtype=torch.float64)
+            total, mult = var, sigma
+            if id(p) in credit_ids:  # data-independent: the floor, whatever the batch
+                mult = self.noise_floor_multiplier
+                var = torch.full((n,), (self.noise_floor_multiplier * scale) ** 2,
+                                 dtype=torch.float64)
+                c = (torch.as_tensor(credit.credit[offset:offset + n], dtype=torch.float64)
+                     if credit is not None else torch.zeros(n, dtype=torch.float64))
+                total = var + c
+                credited_total += float(c.sum())
+                offset += n
+            if n:
+                min_mult = min(min_mult, mult)
+                min_total = min(min_total, float(total.min()))
+            added_total += float(var.sum())
+            coords += n
+            signal += float(p.summed_grad.double().pow(2).sum())
+            noise = (self._standard_normal(n) * var.sqrt()).reshape(p.shape)
+            p.grad = (p.summed_grad + noise.to(p.summed_grad)).view_as(p)
+            p.summed_grad = None
+        if self.adaptive_clipping is not None:
+            self._update_clip_norm()
+        if self.adaptive_clipping is not None or not math.isfinite(min_mult):
+            proven = credited = self.noise_multiplier  # adaptive: Thm. 1, count + gradient at σ
+        else:
+            proven = min_mult
+            credited = max(math.sqrt(min_total) / scale, proven)
+        self._step_stats.update(
+            proven_noise_multiplier=float(proven),
+            credited_noise_multiplier=float(credited),
+            noise_multiplier=float(self.noise_multiplier),
+            noise_std=float(sigma * scale),
+            sensitivity=float(scale),
+            artificial_variance_mean=added_total / max(coords, 1),
+            gradient_snr=math.sqrt(signal / added_total) if added_total > 0 else math.inf,
+            credited_variance_mean=credited_total / max(coords, 1),
+            target_variance=(self.noise_multiplier * scale) ** 2,
+            clip_norm=clip,
+            clip_norms=[float(c) for _, c in self.clip_groups],
+            shot_variance_estimate_mean=(float(credit.estimate.mean()) if credit is not None
+                                         else 0.0),
+            shot_variance_lower_bound_mean=(float(credit.lower_bound.mean())
+                                            if credit is not None else 0.0),
+        )
+
+    def _update_clip_norm(self):
+        r"""Quantile update from the *centred* noisy unclipped count (Andrew et al.).
+
+        Released: :math:`\tilde b = \sum_i (b_i - 1/2) + s\sigma_b z` (sensitivity 1/2 under
+        add/remove, 1 under replace-one, :math:`s` the adjacency factor), the sensitivity
+        Theorem 1 of arXiv:1905.03871 assumes; the update is :func:`next_clip_norm`, divided by
+        the *expected* batch size.
+        """
+        cfg = self.adaptive_clipping
+        assert cfg is not None  # only called with adaptive clipping on
+        stats = self._step_stats
+        centred = stats.get("unclipped", 0) - 0.5 * stats.get("batch_examples", 0)
+        noisy = centred + self.sensitivity_factor * cfg["unclipped_num_std"] * float(
+            self._standard_normal(1)[0])
+        self.max_grad_norm = next_clip_norm(
+            self.max_grad_norm, noisy, self.expected_batch_size * self._scale_iterations, cfg)
+        stats["released_centred_unclipped_count"] = float(noisy)
+        stats["next_clip_norm"] = self.max_grad_norm
+
+    def scale_grad(self):
+        """Divide by the expected batch size (times accumulated virtual steps)."""
+        if self.loss_reduction == "mean":
+            k = self._scale_iterations
+            for p in self.params:
+                p.grad /= self.expected_batch_size * k
+
+    # ------------------------------------------------------------------ the step
+    def zero_grad(self, set_to_none: bool = False):
+        """Clear gradients, per-sample gradients and the shot recorder."""
+        for p in self.params:
+            if not hasattr(p, "grad_sample"):
+                p.grad_sample = None
+        super().zero_grad(set_to_none)
+        if self.recorder is not None:
+            self.recorder.clear()
+        if not self._is_last_step_skipped:
+            self._step_stats = {}
+
+    def _check_noise_multiplier(self) -> float:
+        """The σ actually set (a scheduler may change it), checked before the step."""
+        sigma = check_positive_float(self.noise_multiplier, "optimizer.noise_multiplier")
+        if self.noise_floor_multiplier is not None and self.noise_floor_multiplier >= sigma:
+            raise ValueError(
+                f"`noise_multiplier` was set to {sigma:g}, not above the credit's noise floor "
+                f"{self.noise_floor_multiplier:g}; no step was taken.")
+        if self.adaptive_clipping is not None:
+            self._gradient_noise_multiplier(sigma)
+        return sigma
+
+    def pre_step(self, closure=None) -> bool:
+        """Clip, noise, scale and charge the ledger (Opacus's pre-step)."""
+        sigma = self._check_noise_multiplier()
+        if self.ledger is not None and self.ledger.would_exceed(1, noise_multiplier=sigma):
+            raise PrivacyBudgetExceededError(
+                f"Stopping before step {self.ledger.steps + 1}: at noise_multiplier "
+                f"{sigma:g} it would spend ε = "
+                f"{self.ledger.epsilon_after(1, noise_multiplier=sigma):.4f} > target "
+                f"{self.ledger.target_epsilon:.4f}."
+            )
+        self._check_one_batch()
+        self._ensure_grad_samples()
+        self._scale_iterations = self.accumulated_iterations
+        if self.clip_norm_fn is not None and not self._is_last_step_skipped and self.history and (
+                len(self.history) % self.clip_refresh_steps == 0):
+            clip = max(float(self.clip_norm_fn(len(self.history))), _MIN_PUBLIC_CLIP)
+            self.clip_groups = [(self.clip_groups[0][0], clip)]
+            self.max_grad_norm = clip
+        self.clip_and_accumulate()
+        if self._check_skip_next_step():
+            self._is_last_step_skipped = True
+            return False
+        self._check_loader()
+        if self.distributed:
+            self._all_reduce_step()
+        self.add_noise()
+        self.scale_grad()
+        if self.step_hook:
+            self.step_hook(self)
+        self._is_last_step_skipped = False
+        stats = self._step_stats
+        if self.ledger is not None:
+            self.ledger.step(noise_multiplier=sigma,
+                             proven_noise_multiplier=stats["proven_noise_multiplier"],
+                             credited_noise_multiplier=(stats["credited_noise_multiplier"]
+                                                        if self.credit != "none" else None))
+        record = StepRecord(
+            step=len(self.history) + 1,
+            credit_mode=self.credit,
+            batch_examples=stats.get("batch_examples", 0),
+            clipped=stats.get("clipped", 0),
+            clipped_fraction=(stats.get("clipped", 0) / stats["batch_examples"]
+                              if stats.get("batch_examples") else 0.0),
+            certified_bound_violations=stats.get("certified_bound_violations", 0),
+            largest_certified_norm_ratio=stats.get("largest_norm_ratio", 0.0),
+            nonfinite_examples=stats.get("nonfinite_examples", 0),
+            certified=self.certified,
+            adjacency=self.adjacency,
+            **{k: stats[k] for k in ("proven_noise_multiplier", "credited_noise_multiplier",
+                                     "noise_multiplier", "noise_std", "sensitivity",
+                                     "artificial_variance_mean",
+                                     "credited_variance_mean", "target_variance", "clip_norm",
+                                     "clip_norms", "gradient_snr",
+                                     "shot_variance_estimate_mean",
+                                     "shot_variance_lower_bound_mean")},
+        )
+        for key in ("next_clip_norm", "released_centred_unclipped_count"):
+            if key in stats:
+                record[key] = stats[key]
+        if self.ledger is not None:
+            record["epsilon"] = self.ledger.epsilon
+            record["credited_epsilon"] = self.ledger.credited_epsilon
+        self.history.append(record)
+        self.last_record = record
+        self._step_stats = {}
+        return True
+
+    def step(self, closure=None):
+        """Clip, noise and step; returns the wrapped optimizer's return value.
+
+        Raises:
+            PrivacyBudgetExceededError: if the ledger's target would be exceeded at the noise
+                multiplier currently set (before any change to the parameters).
+            ValueError: after several backward passes or Poisson batches without a step, or
+                for a noise multiplier the clip mode cannot use (before any change).
+        """
+        if closure is not None:
+            with torch.enable_grad():
+                closure()
+        if self.pre_step():
+            return self.original_optimizer.step()
+        return None
+
+    # ------------------------------------------------------------------ persistence
+    def state_dict(self, *, diagnostics: bool = False):
+        """Everything the next step depends on, for an exact resume.
+
+        The wrapped optimizer's state, the noise multiplier currently set (a scheduler may have
+        changed it), every clip norm the noise depends on (the flat one and each clip group's,
+        adaptive or public ones included), the noise generator's state, the ledger, and the
+        step history. The history keeps only data-independent fields (or releases: the
+        adaptive clip norm) unless ``diagnostics=True``; counts of clipped or non-finite
+        examples depend on the private batch and are not protected.
+
+        Args:
+            diagnostics: also keep the data-dependent fields of the step records.
+
+        Returns:
+            dict: read back by :meth:`load_state_dict`.
+        """
+        keep = None if diagnostics else PUBLIC_RECORD_KEYS
+        return {
+            "optimizer": self.original_optimizer.state_dict(),
+            "history": [{k: v for k, v in r.items() if keep is None or k in keep}
+                        for r in self.history],
+            "max_grad_norm": self.max_grad_norm,
+            "clip_norms": [float(c) for _, c in self.clip_groups],
+            "noise_multiplier": float(self.noise_multiplier),
+            "generator": self.generator.get_state() if self.generator is not None else None,
+            "ledger": self.ledger.state_dict() if self.ledger is not None else None,
+        }
+
+    def load_state_dict(self, state_dict) -> None:
+        """Restore what :meth:`state_dict` saved.
+
+        Raises:
+            ValueError: if the saved clip groups do not match this optimizer's.
+        """
+        self.original_optimizer.load_state_dict(state_dict["optimizer"])
+        self.history = [StepRecord(r) for r in state_dict["history"]]
+        self.last_record = self.history[-1] if self.history else None
+        self.max_grad_norm = float(state_dict["max_grad_norm"])
+        norms = state_dict.get("clip_norms")
+        if norms is not None:
+            if len(norms) != len(self.clip_groups):
+                raise ValueError(f"`clip_norms` has {len(norms)} entries; this optimizer has "
+                                 f"{len(self.clip_groups)} clip groups.")
+            self.clip_groups = [(g, float(c))
+                                for (g, _), c in zip(self.clip_groups, norms, strict=True)]
+        if state_dict.get("noise_multiplier") is not None:
+            self.noise_multiplier = float(state_dict["noise_multiplier"])
+        if state_dict.get("generator") is not None and self.generator is not None:
+            self.generator.set_state(state_dict["generator"])
+        if state_dict.get("ledger") is not None and self.ledger is not None:
+            self.ledger.load_state_dict(state_dict["ledger"])

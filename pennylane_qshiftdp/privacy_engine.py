@@ -1,0 +1,582 @@
+r"""``make_private``: the Q-ShiftDP front end of Opacus for quantum and hybrid models.
+
+It returns Opacus's triple ``(module, optimizer, data_loader)``: the module wrapped in
+:class:`opacus.GradSampleModule` (per-example gradients; the TorchLayer grad sampler of
+:mod:`~pennylane_qshiftdp.qnn.evaluation` computes those of the quantum weights from the private
+parameter-shift transform), a :class:`~pennylane_qshiftdp.QShiftDPOptimizer` (an
+Opacus ``DPOptimizer``: per-example clipping in ``step()``, Gaussian noise, the ledger) and a
+Poisson-sampling loader (Opacus's ``UniformWithReplacementSampler``, empty batches supported, as
+:class:`opacus.data_loader.DPDataLoader`). σ is calibrated by an Opacus
+accountant for (ε, δ, epochs) and charged to the :class:`~.PrivacyLedger`.
+
+The guarantee holds for any training loop that calls ``optimizer.step()`` once per backward
+pass over one batch of the returned loader, and any loss that is a sum or mean of per-example
+terms: clipping at ``C`` is enforced in the optimizer. ``max_grad_norm="certified"`` (default)
+sets ``C`` to the a-priori bound Δ of the parameter-shift gradient (Q-ShiftDP: for a certified
+model and the declared loss no clip binds).
+
+This module is library code: it imports no data set, model or application code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import warnings
+
+import torch
+from opacus import GradSampleModule
+
+from . import qnn
+from ._validation import check_choice, check_epsilon, check_positive_float, check_sample_rate
+from .accountants.calibration import calibrate_noise_multiplier, epochs_to_steps
+from .accountants.ledger import ADJACENCIES, PrivacyLedger
+from .data_loader import poisson_loader, private_dataset
+from .exceptions import PrivacyWarning, SensitivityError
+from .gradients.sensitivity_bound import Sensitivity
+from .gradients.shot_statistics import ShotRecorder
+from .losses import BoundedLoss, LinearLoss
+from .model_checks import (
+    certified_coverage,
+    check_per_example_loss,
+    check_supported,
+    feeds_data,
+    layer_sensitivity,
+    output_shape,
+    torch_layers,
+)
+from .optimizers.optimizer import QShiftDPOptimizer
+from .optimizers.public_clip import domain_gradient_bound
+
+__all__ = [
+    "make_private", "check_per_example_loss", "CLIP_MODES", "DEFAULT_PROVEN_EPSILON_FACTOR",
+]
+
+#: Accepted string values of ``max_grad_norm`` (a positive float is fixed DP-SGD clipping).
+CLIP_MODES = ("certified", "public", "adaptive")
+
+#: With shot-noise credit, the artificial noise never drops below the level that alone gives
+#: ε = factor × target ε (docs/noise.md, "Noise floor").
+DEFAULT_PROVEN_EPSILON_FACTOR = 1.5
+
+# Above this target ε (nats) make_private warns that the guarantee protects little.
+_WEAK_EPSILON = 10.0
+
+
+@dataclasses.dataclass
+class _Model:
+    """The converted module, its TorchLayers and its trainable parameters by kind."""
+
+    module: torch.nn.Module
+    layers: list
+    trainable: list
+    quantum: set  # ids of the TorchLayers' trainable parameters
+    classical: list
+
+
+@dataclasses.dataclass
+class _Sampling:
+    """Poisson sampling: the examples, their number N, the rate q and the planned steps T."""
+
+    dataset: torch.utils.data.Dataset
+    note: str | None
+    n: int
+    sample_rate: float
+    expected_batch_size: float
+    steps: int
+
+
+@dataclasses.dataclass
+class _Clipping:
+    """The clip norm C (or per-group norms) and what the statement says about it."""
+
+    clip: float
+    groups: list | None
+    info: dict
+    public_fn: object = None
+    adaptive: dict | None = None
+
+
+def _check_arguments(*, module, optimizer, target_epsilon, adjacency, secure_mode, seed,
+                     variance_floor_source, max_grad_norm) -> str:
+    """The checks that need no model or data; returns the adjacency."""
+    check_epsilon(target_epsilon, "target_epsilon")
+    adjacency = check_choice(adjacency, "adjacency", ADJACENCIES)
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"`optimizer` must be a torch.optim.Optimizer. Found "
+                        f"{type(optimizer).__name__}.")
+    if secure_mode and seed is not None:
+        raise ValueError("secure_mode draws DP noise from the OS's CSPRNG and refuses `seed`.")
+    if variance_floor_source not in ("proven", "declared"):
+        raise ValueError(f"`variance_floor_source` must be 'proven' or 'declared'. Found "
+                         f"{variance_floor_source!r}.")
+    if isinstance(max_grad_norm, str):
+        if max_grad_norm not in CLIP_MODES:
+            raise ValueError(f"`max_grad_norm` must be one of {CLIP_MODES} or a positive float. "
+                             f"Found {max_grad_norm!r}.")
+    else:
+        check_positive_float(max_grad_norm, "max_grad_norm")
+    if isinstance(module, GradSampleModule) or hasattr(module, "autograd_grad_sample_hooks"):
+        raise ValueError(
+            "`module` is already private (it carries Opacus's per-example hooks from an earlier "
+            "make_private). Pass a fresh module, or call remove_hooks() on the returned "
+            "GradSampleModule first."
+        )
+    return adjacency
+
+
+def _prepare_model(module, optimizer) -> _Model:
+    """Convert PennyLane's TorchLayers (Opacus's fixer, in place: the optimizer's Parameter
+    objects are kept), refuse what Opacus cannot train, split the parameters by kind."""
+    module = qnn.convert_torch_layers(module)
+    layers = torch_layers(module)
+    check_supported(module, layers)
+    trainable = [p for p in module.parameters() if p.requires_grad]
+    opt_params = {id(p) for g in optimizer.param_groups for p in g["params"]}
+    if not opt_params or not opt_params <= {id(p) for p in trainable}:
+        raise ValueError("`optimizer` must optimise (some of) the module's trainable "
+                         "parameters, and only those.")
+    quantum = {id(p) for layer in layers for p in layer.parameters() if p.requires_grad}
+    classical = [p for p in trainable if id(p) not in quantum]
+    return _Model(module, layers, trainable, quantum, classical)
+
+
+def _prepare_sampling(data_loader, sample_rate, epochs) -> _Sampling:
+    """The examples Poisson sampling runs over, the rate q and the planned steps."""
+    dataset, note = private_dataset(data_loader)
+    n = len(dataset)
+    batch_size = data_loader.batch_size
+    if batch_size is None or batch_size < 1:
+        raise ValueError(f"`data_loader` must have a positive batch_size. Found {batch_size}.")
+    if sample_rate is None and batch_size >= n:
+        warnings.warn(
+            f"The loader's batch_size ({batch_size}) is not below the data set size ({n}): the "
+            f"sampling rate is q = 1, so there is no privacy amplification by sampling.",
+            PrivacyWarning, stacklevel=3)
+    if sample_rate is None:
+        sample_rate = 1.0 / len(data_loader)
+    else:
+        sample_rate = check_sample_rate(sample_rate, "sample_rate")
+    steps = epochs_to_steps(epochs=epochs, sample_rate=sample_rate)
+    return _Sampling(dataset, note, n, sample_rate, sample_rate * n, steps)
+
+
+def _prepare_sensitivity(model: _Model, example, *, max_grad_norm, credit, loss,
+                         adaptive_clipping, jacobian_bound) -> Sensitivity | None:
+    """The certified bound Δ where the clip mode needs it (or, for adaptive clipping, as a
+    natural first clip norm when it can be computed)."""
+    layers = model.layers
+    if max_grad_norm == "adaptive" and credit == "none":
+        if len(layers) == 1 and not model.classical and (adaptive_clipping or {}).get(
+                "initial_clipbound") is None:
+            try:  # the certified bound is a natural first clip norm; any value is private
+                return layer_sensitivity(model.module, layers[0], example,
+                                         loss=loss or LinearLoss(), adjacency="add_remove",
+                                         jacobian_bound=jacobian_bound)
+            except (SensitivityError, ValueError, NotImplementedError):
+                return None
+        return None
+    if max_grad_norm in ("certified", "public") or credit != "none":
+        if len(layers) != 1:
+            raise ValueError(f"max_grad_norm='certified' needs exactly one TorchLayer. Found "
+                             f"{len(layers)}; pass a float clip norm instead.")
+        return layer_sensitivity(model.module, layers[0], example,
+                                 loss=LinearLoss() if loss is None else loss,
+                                 adjacency="add_remove", jacobian_bound=jacobian_bound)
+    return None
+
+
+def _prepare_clipping(model: _Model, sampling: _Sampling, sens, *, max_grad_norm,
+                      classical_max_grad_norm, input_range, adaptive_clipping,
+                      seed) -> _Clipping:
+    """The clip norm of each mode and its description for the privacy statement."""
+    classical, layers = model.classical, model.layers
+    example = sampling.dataset[0][0]
+    if max_grad_norm == "certified":
+        quantum_params = [p for p in model.trainable if id(p) in model.quantum]
+        groups = None
+        if classical:
+            if classical_max_grad_norm is None:
+                raise ValueError(
+                    f"max_grad_norm='certified' bounds the quantum weights only; the "
+                    f"{len(classical)} trainable classical parameter tensors need "
+                    f"`classical_max_grad_norm` (per-layer clipping), or pass one float "
+                    f"`max_grad_norm` to clip everything."
+                )
+            check_positive_float(classical_max_grad_norm, "classical_max_grad_norm")
+            groups = [(quantum_params, sens.delta), (classical, classical_max_grad_norm)]
+        clip = (math.hypot(sens.delta, classical_max_grad_norm) if classical else sens.delta)
+        info = {"mode": "certified", "delta": sens.delta,
+                "classical_max_grad_norm": classical_max_grad_norm,
+                "description": "C = the certified a-priori bound Δ of the parameter-shift "
+                "gradient" + (f" combined with C_classical = {classical_max_grad_norm:g}"
+                              if classical else "")
+                + "; every per-example gradient is clipped at C"}
+        return _Clipping(clip, groups, info)
+    if max_grad_norm == "public":
+        if classical or len(layers) != 1 or model.module is not layers[0] and not feeds_data(
+                model.module, layers[0], example):
+            raise ValueError("max_grad_norm='public' needs a model whose only trainable layer "
+                             "is one TorchLayer fed by the data (its input domain is "
+                             "`input_range`).")
+        if input_range is None:
+            raise ValueError("max_grad_norm='public' needs `input_range=(low, high)`, a bound "
+                             "on every input feature known without the data.")
+        layer = layers[0]
+        n_in = int(torch.as_tensor(example).numel())
+        bounds = sens.loss_grad_bounds
+
+        def clip_norm_fn(step):
+            return domain_gradient_bound(layer, input_range=input_range, n_inputs=n_in,
+                                         loss_grad_bounds=bounds, seed=(seed or 0, step))
+
+        clip = min(sens.delta, clip_norm_fn(0))
+        info = {"mode": "public", "delta": sens.delta, "initial_clip_norm": clip,
+                "input_range": list(input_range),
+                "description": "C_t = the largest analytic per-example gradient norm "
+                f"found at sampled points of the input domain {list(input_range)} at the "
+                "current weights (public information, recomputed every epoch; never above "
+                "Δ; an estimate of the supremum, so a clip may bind, which costs bias, "
+                "not privacy)"}
+        return _Clipping(clip, None, info,
+                         public_fn=lambda step: min(sens.delta, clip_norm_fn(step)))
+    if max_grad_norm == "adaptive":
+        adaptive = dict(adaptive_clipping or {})
+        clip = float(adaptive.pop("initial_clipbound", sens.delta if sens else 1.0))
+        info = {"mode": "adaptive", "initial_clip_norm": clip,
+                "description": "adaptive quantile clipping (Andrew et al., "
+                "arXiv:1905.03871); the clip norm changes every step"}
+        return _Clipping(clip, None, info, adaptive=adaptive)
+    clip = float(max_grad_norm)
+    info = {"mode": "fixed", "clip_norm": clip,
+            "description": f"fixed clip norm C = {clip:g} (DP-SGD)"}
+    if sens is not None:
+        info["delta"] = sens.delta
+    return _Clipping(clip, None, info)
+
+
+def _check_credit(model: _Model, sens, *, credit, max_grad_norm, variance_floor) -> None:
+    """A shot-noise credit needs certified clipping of one TorchLayer with finite shots."""
+    if credit != "none" and max_grad_norm != "certified":
+        raise NotImplementedError(
+            f"credit={credit!r} needs max_grad_norm='certified': the credit counts the shot "
+            f"noise of unclipped gradients."
+        )
+    if credit != "none" and (model.classical or len(model.layers) != 1):
+        raise NotImplementedError(f"credit={credit!r} supports one TorchLayer and no trainable "
+                                  f"classical parameters.")
+    if credit in ("adaptive", "isotropic") and not model.layers[0].qnode.shots:
+        raise ValueError(f"credit={credit!r} needs finite shots; the QNode has shots=None.")
+    if sens is not None:
+        max_variance = max(((hi - lo) / 2.0) ** 2 for lo, hi in sens.observable_ranges)
+        if not (0.0 <= variance_floor <= max_variance):
+            raise ValueError(
+                f"`variance_floor` must be in [0, {max_variance:g}] (no single-shot variance of "
+                f"the measured observables can exceed (λmax − λmin)²/4). Found "
+                f"{variance_floor!r}."
+            )
+
+
+def _prepare_noise(sampling: _Sampling, *, target_epsilon, target_delta, accountant, credit,
+                   proven_epsilon_factor) -> tuple[float, float | None]:
+    """σ from Opacus's accountant and, with a credit mode, the data-independent noise floor."""
+    sigma = calibrate_noise_multiplier(target_epsilon=target_epsilon, target_delta=target_delta,
+                                       sample_rate=sampling.sample_rate, steps=sampling.steps,
+                                       accountant=accountant)
+    if target_epsilon > _WEAK_EPSILON:
+        warnings.warn(
+            f"target_epsilon = {target_epsilon:g} nats (σ = {sigma:.3g}): a likelihood ratio up "
+            f"to e^ε = {math.exp(min(target_epsilon, 700)):.3g} between neighbouring data sets "
+            f"protects little. Typical private training uses ε between 0.1 and {_WEAK_EPSILON:g}.",
+            PrivacyWarning, stacklevel=3)
+    if credit == "none":
+        return sigma, None
+    warnings.warn(
+        f"credit={credit!r}: the added Gaussian noise is a fixed floor (the level whose ε "
+        f"alone is {proven_epsilon_factor:g} × target), so the PROVEN ε ends near "
+        f"{proven_epsilon_factor:g} × {target_epsilon:g}; the credited ε reaches the target "
+        f"only if the shot noise makes up the rest, which measured shot noise rarely does "
+        f"(docs/noise.md). Use credit='none' for a proven ε at the target.",
+        PrivacyWarning, stacklevel=3)
+    if not (math.isfinite(proven_epsilon_factor) and proven_epsilon_factor > 1.0):
+        raise ValueError(
+            f"`proven_epsilon_factor` must be a finite number above 1 (the proven ε may "
+            f"exceed the target by at most this factor when shot noise is credited). Found "
+            f"{proven_epsilon_factor!r}."
+        )
+    floor = calibrate_noise_multiplier(
+        target_epsilon=proven_epsilon_factor * target_epsilon, target_delta=target_delta,
+        sample_rate=sampling.sample_rate, steps=sampling.steps, accountant=accountant)
+    return sigma, floor
+
+
+def _prepare_ledger(sampling: _Sampling, clipping: _Clipping, sens, *, sigma, floor,
+                    target_epsilon, target_delta, adjacency, credit, beta, accountant,
+                    variance_floor, variance_floor_source, secure_mode, seed, coverage,
+                    proven_epsilon_factor, preprocessing_note) -> PrivacyLedger:
+    """The ledger, with everything the privacy statement needs in its provenance."""
+    extra = {
+        "versions": _versions(),
+        "clipping": clipping.info,
+        "variance_floor": variance_floor,
+        "variance_floor_source": variance_floor_source,
+        "randomness": _randomness(secure_mode, seed),
+        "planned_steps": sampling.steps,
+    }
+    if sampling.note is not None:
+        extra["sampling_subset"] = sampling.note
+    if coverage is not None:
+        extra["certified_coverage"] = coverage
+    if sens is not None:
+        extra["sensitivity"] = sens.as_dict()
+    if floor is not None:
+        extra["noise_floor_multiplier"] = floor
+        extra["proven_epsilon_factor"] = proven_epsilon_factor
+    factor = 2.0 if adjacency == "replace_one" else 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", PrivacyWarning)
+        return PrivacyLedger(
+            target_epsilon=target_epsilon, target_delta=target_delta, noise_multiplier=sigma,
+            sample_rate=sampling.sample_rate, sensitivity=factor * clipping.clip,
+            adjacency=adjacency, credit_mode=credit, beta=beta, accountant=accountant,
+            dataset_size=sampling.n, preprocessing_note=preprocessing_note, extra=extra,
+        )
+
+
+def _prepare_loader(model: _Model, data_loader, sampling: _Sampling, *, secure_mode, seed,
+                    distributed):
+    """The noise generator (``None`` in secure mode) and the Poisson loader."""
+    gen = None
+    if not secure_mode:
+        gen = torch.Generator()
+        gen.manual_seed(seed if seed is not None else int.from_bytes(os.urandom(8), "big") >> 1)
+    # Secure mode (or no seed): the Poisson-sampling seed comes from the OS's CSPRNG.
+    loader_seed = seed + 1 if seed is not None else int.from_bytes(os.urandom(8), "big") >> 1
+    if distributed:
+        if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+            raise ValueError("distributed=True needs an initialised torch.distributed process "
+                             "group (e.g. launched by torchrun).")
+        rank = torch.distributed.get_rank()
+        loader_seed += 1_000_003 * rank  # independent inclusion coins on every process
+        for p in model.module.parameters():
+            torch.distributed.broadcast(p.data, src=0)
+    loader_gen = torch.Generator().manual_seed(loader_seed)
+    return gen, poisson_loader(data_loader, sampling.dataset, sampling.sample_rate, loader_gen,
+                               distributed)
+
+
+def _versions() -> dict:
+    """Versions of the packages the guarantee depends on (for the ledger's provenance)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str | None] = {}
+    for name in ("pennylane-qshiftdp", "pennylane", "pennylane-lightning", "opacus", "torch",
+                 "numpy", "scipy"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _randomness(secure_mode: bool, seed) -> str:
+    if secure_mode:
+        return ("DP noise drawn from the OS's CSPRNG (os.urandom, float64) and the Poisson "
+                "sampling seeded from it (secure mode).")
+    if seed is None:
+        return ("DP noise from torch's generator seeded from the OS (not a CSPRNG); use "
+                "secure mode for a real release.")
+    return (f"DP noise and Poisson sampling seeded (seed {seed}): repeatable for research, "
+            f"but anyone who knows the seed can remove the noise; NOT for a real release.")
+
+
+def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                 data_loader: torch.utils.data.DataLoader, *, target_epsilon: float,
+                 target_delta: float, epochs: float, max_grad_norm="certified",
+                 loss: BoundedLoss | None = None, classical_max_grad_norm: float | None = None,
+                 credit: str = "none", beta: float = 0.0, adjacency: str = "add_remove",
+                 accountant: str = "rdp", variance_floor: float = 0.0,
+                 variance_floor_source: str = "declared", recorder: ShotRecorder | None = None,
+                 proven_epsilon_factor: float = DEFAULT_PROVEN_EPSILON_FACTOR,
+                 strict: bool = False, adaptive_clipping: dict | None = None,
+                 seed: int | None = None, secure_mode: bool = False, jacobian_bound=None,
+                 loss_reduction: str = "mean", sample_rate: float | None = None,
+                 distributed: bool = False, input_range: tuple[float, float] | None = None,
+                 preprocessing_note: str | None = None, criterion=None):
+    r"""Make a quantum or hybrid model, its optimizer and data loader private (Opacus).
+
+    What the guarantee needs from the training loop (each is either checked or refused):
+
+    * **The loss is a sum or a mean of per-example terms**,
+      :math:`L = \sum_i \ell(f(x_i), y_i)` or :math:`L/B`, and the model treats each example
+      alone. Clipping bounds each row of the per-example gradient; a loss that couples
+      examples (labels standardised per batch, a softmax or normalisation over the batch,
+      contrastive terms) lets one example move every row, and no hook can see that. Pass
+      ``criterion`` to have it probed on a synthetic batch (:func:`check_per_example_loss`);
+      coupling done in the loop itself cannot be detected. Modules that mix examples
+      (BatchNorm) are refused by Opacus's ``ModuleValidator``.
+    * **One** ``optimizer.step()`` **per backward pass over one batch** of the returned loader.
+      Several backward passes before a step (gradient accumulation, or a main and an auxiliary
+      loss each ``.backward()``-ed) are refused, as in Opacus; back-propagate ``main + aux``
+      once, so each example's contributions are summed before it is clipped. Opacus's
+      ``BatchMemoryManager`` works.
+    * Non-finite per-example gradients (an input or label NaN or inf) contribute zero; their
+      number is a diagnostic of the step record, not protected.
+
+    Args:
+        module: a ``torch.nn.Module``; its TorchLayers' QNodes must use
+            :func:`~pennylane_qshiftdp.param_shift`; other trainable layers must be supported
+            by Opacus. PennyLane's :class:`pennylane.qnn.TorchLayer`\ s are first replaced, in
+            place, by :class:`pennylane_qshiftdp.qnn.TorchLayer` holding the same Parameter
+            objects (:func:`~pennylane_qshiftdp.qnn.convert_torch_layers`, the Opacus fixer), so
+            ``optimizer`` stays valid; the returned module wraps the converted one.
+        optimizer: a ``torch.optim.Optimizer`` over the module's trainable parameters.
+        data_loader: a loader over a map-style dataset of ``(x, y)``; ``1/len(data_loader)``
+            is the Poisson sampling rate q (Opacus's convention). Its sampler may be sequential,
+            shuffling or a ``SubsetRandomSampler`` (Poisson sampling then runs over its
+            indices, N = their count); other samplers are refused.
+        target_epsilon: ε > 0 (nats). target_delta: δ ∈ (0, 1), well below 1/N.
+        epochs: training epochs (T = ⌈epochs / q⌉ steps).
+        max_grad_norm: ``"certified"`` (default: C = the a-priori bound Δ of the declared
+            ``loss``; needs exactly one TorchLayer), ``"public"`` (C_t = the largest
+            per-example gradient norm found at sampled points of the declared ``input_range``
+            at the current weights (an estimate of the supremum: a clip may bind),
+            :func:`~pennylane_qshiftdp.domain_gradient_bound`, recomputed every
+            epoch; needs a model that is one TorchLayer fed by the data), a positive float
+            (DP-SGD clipping of all parameters at C) or ``"adaptive"`` (quantile clipping,
+            Andrew et al.).
+        loss: the :class:`~pennylane_qshiftdp.losses.BoundedLoss` whose gradient bound enters
+            Δ (``"certified"`` only; default linear, with a warning). Any per-example loss may
+            be back-propagated: a wrong declaration only makes clips bind (privacy holds, the
+            clip is then a DP-SGD clip at C = Δ; counted as a diagnostic).
+        classical_max_grad_norm: clip norm of the trainable classical parameters of a hybrid
+            model under ``"certified"`` (per-layer clipping; the noise uses
+            :math:`\sqrt{\Delta^2 + C_{cl}^2}`).
+        credit: shot-noise credit mode (``"certified"`` only); beta: its failure probability.
+        adjacency: ``"add_remove"`` or ``"replace_one"``: the clip stays C and the noise
+            follows the doubled sensitivity 2C in every clip mode (and the adaptive count's).
+        accountant: ``"rdp"`` (default) or ``"prv"``.
+        variance_floor: lower bound :math:`v_{\min}` on every circuit's single-shot variance.
+        variance_floor_source: ``"proven"`` (from :func:`qprldp_core.certify_device`) or
+            ``"declared"``.
+        recorder: the :class:`~.ShotRecorder` attached to the QNode (required for a credit).
+        proven_epsilon_factor: κ > 1; with a credit mode the quantum coordinates get exactly
+            the noise level whose ε alone is κ × ``target_epsilon`` (a data-independent floor),
+            so the proven ε is κ·ε at the planned end; the credited ε reaches ``target_epsilon``
+            only if the credited shot noise makes up the rest (docs/noise.md).
+        strict: with ``"certified"``, refuse (:class:`SensitivityError`) a model the certified
+            bound does not cover, decided from public information only: no ``loss`` declared,
+            modules with parameters after the TorchLayer, or a structure the probe cannot
+            check. Without ``strict`` these give a :class:`PrivacyWarning`. Whether a clip
+            binds during training is never raised (it depends on the private batch).
+        adaptive_clipping: settings of ``"adaptive"`` (``target_unclipped_quantile``,
+            ``clipbound_learning_rate``, ``min_clipbound``, ``max_clipbound``,
+            ``initial_clipbound``, ``unclipped_num_std``).
+        seed: seeds Poisson sampling and DP noise (the device carries its own seed).
+        secure_mode: DP noise from the OS's CSPRNG (refuses ``seed``).
+        jacobian_bound: passed to :func:`~pennylane_qshiftdp.sensitivity`.
+        loss_reduction: ``"mean"`` (the loop back-propagates a batch mean) or ``"sum"``.
+        sample_rate: Poisson sampling rate q ∈ (0, 1]; default ``1/len(data_loader)``
+            (Opacus's convention). The returned loader then has ``⌈1/q⌉`` batches per epoch.
+        input_range: ``(a, b)`` bounding every input feature (``"public"`` only; public
+            knowledge of the preprocessing, e.g. angles in [0, π]).
+        distributed: data-parallel training on an initialised ``torch.distributed`` process
+            group (``torchrun``): every process calls ``make_private`` with the same
+            arguments; the parameters are broadcast from rank 0, each process Poisson-samples
+            its share of the data set (rate q, a seed of its own), the clipped sums are
+            all-reduced and the noise is added once. The ledger is the single-process one.
+        preprocessing_note: which data-dependent preprocessing is not protected.
+        criterion: optional ``(outputs, targets) -> loss``, the loss the loop back-propagates;
+            probed on a synthetic batch and refused if one row's gradient depends on another
+            (:func:`check_per_example_loss`).
+
+    Returns:
+        tuple: ``(GradSampleModule, QShiftDPOptimizer, DataLoader)`` — the loader
+        Poisson-samples with rate q (``loader.sample_rate``); ``optimizer.ledger``
+        holds the accounting and ``optimizer.sensitivity`` the certified bound (or ``None``).
+
+    Raises:
+        ValueError: for invalid privacy parameters or settings, a loader with its own sampler,
+            or a ``criterion`` that couples examples.
+        SensitivityError: for a QNode whose diff method is not the private transform, a
+            trainable parameter without per-example gradients, a module Opacus's
+            ``ModuleValidator`` refuses, an unboundable circuit under ``"certified"``, or
+            (``strict``) a model the certified bound does not cover.
+        NotImplementedError: for a credit mode without certified clipping.
+
+    Example:
+        >>> import pennylane as qml
+        >>> from pennylane_qshiftdp import param_shift
+        >>> @qml.qnode(qml.device("default.qubit", wires=2), diff_method=param_shift)
+        ... def circuit(inputs, weights):
+        ...     qml.AngleEmbedding(inputs, wires=range(2), rotation="Y")
+        ...     qml.StronglyEntanglingLayers(weights, wires=range(2))
+        ...     return qml.expval(qml.Z(0))
+        >>> layer = qml.qnn.TorchLayer(circuit,
+        ...                            {"weights": (1, 2, 3)})
+        >>> data = torch.utils.data.TensorDataset(torch.zeros(20, 2), torch.ones(20))
+        >>> loader = torch.utils.data.DataLoader(data, batch_size=5)
+        >>> from pennylane_qshiftdp.losses import LinearLoss
+        >>> model, opt, loader = make_private(layer, torch.optim.SGD(layer.parameters(), lr=0.1),
+        ...     loader, target_epsilon=1.0, target_delta=1e-5, epochs=1, seed=0,
+        ...     loss=LinearLoss())
+        >>> round(opt.max_grad_norm, 6)  # Δ of ⟨Z0⟩ with 6 weights, linear loss
+        2.44949
+    """
+    adjacency = _check_arguments(
+        module=module, optimizer=optimizer, target_epsilon=target_epsilon, adjacency=adjacency,
+        secure_mode=secure_mode, seed=seed, variance_floor_source=variance_floor_source,
+        max_grad_norm=max_grad_norm)
+    model = _prepare_model(module, optimizer)
+    sampling = _prepare_sampling(data_loader, sample_rate, epochs)
+    example = sampling.dataset[0][0]
+    sens = _prepare_sensitivity(model, example, max_grad_norm=max_grad_norm, credit=credit,
+                                loss=loss, adaptive_clipping=adaptive_clipping,
+                                jacobian_bound=jacobian_bound)
+    if loss is not None and max_grad_norm not in ("certified", "public"):
+        warnings.warn("`loss` is used only with max_grad_norm='certified' or 'public'; the clip "
+                      "norm bounds the gradients here.", PrivacyWarning, stacklevel=2)
+    coverage = None
+    if max_grad_norm == "certified":
+        coverage = certified_coverage(model.module, model.layers[0], example, loss, strict)
+    if criterion is not None:
+        check_per_example_loss(criterion, output_shape(model.module, example),
+                               sampling.dataset[0][1])
+    clipping = _prepare_clipping(model, sampling, sens, max_grad_norm=max_grad_norm,
+                                 classical_max_grad_norm=classical_max_grad_norm,
+                                 input_range=input_range, adaptive_clipping=adaptive_clipping,
+                                 seed=seed)
+    _check_credit(model, sens, credit=credit, max_grad_norm=max_grad_norm,
+                  variance_floor=variance_floor)
+    sigma, floor = _prepare_noise(sampling, target_epsilon=target_epsilon,
+                                  target_delta=target_delta, accountant=accountant,
+                                  credit=credit, proven_epsilon_factor=proven_epsilon_factor)
+    ledger = _prepare_ledger(
+        sampling, clipping, sens, sigma=sigma, floor=floor, target_epsilon=target_epsilon,
+        target_delta=target_delta, adjacency=adjacency, credit=credit, beta=beta,
+        accountant=accountant, variance_floor=variance_floor,
+        variance_floor_source=variance_floor_source, secure_mode=secure_mode, seed=seed,
+        coverage=coverage, proven_epsilon_factor=proven_epsilon_factor,
+        preprocessing_note=preprocessing_note)
+    gen, dp_loader = _prepare_loader(model, data_loader, sampling, secure_mode=secure_mode,
+                                     seed=seed, distributed=distributed)
+    gs_module = GradSampleModule(model.module, batch_first=True, loss_reduction=loss_reduction)
+    # Poisson sampling: a second backward pass before step() raises (as Opacus's PrivacyEngine).
+    gs_module.forbid_grad_accumulation()
+    private_opt = QShiftDPOptimizer(
+        optimizer, noise_multiplier=sigma, max_grad_norm=clipping.clip,
+        expected_batch_size=sampling.expected_batch_size, clip_groups=clipping.groups,
+        certified=max_grad_norm == "certified", adjacency=adjacency, credit=credit,
+        credit_layer=model.layers[0] if credit != "none" else None, recorder=recorder,
+        beta=beta, steps=sampling.steps, variance_floor=variance_floor,
+        noise_floor_multiplier=floor, adaptive_clipping=clipping.adaptive, generator=gen,
+        secure_mode=secure_mode, ledger=ledger,
+        outcome_range=sens.observable_ranges[0] if sens is not None else None,
+        loss_reduction=loss_reduction, distributed=distributed,
+        clip_norm_fn=clipping.public_fn,
+        clip_refresh_steps=max(1, round(1.0 / sampling.sample_rate)),
+    )
+    private_opt.sensitivity = sens
+    private_opt.attach_loader(dp_loader)
+    return gs_module, private_opt, dp_loader

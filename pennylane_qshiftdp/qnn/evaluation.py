@@ -1,0 +1,398 @@
+r"""Per-example parameter-shift Jacobians of a ``TorchLayer``, in one execution per batch.
+
+Opacus computes per-example gradients layer by layer: for each layer type it needs a *grad
+sampler* ``f(layer, activations, backprops) -> {parameter: per-example gradient}``. For a
+:class:`pennylane.qnn.TorchLayer` whose QNode uses :func:`~pennylane_qshiftdp.param_shift`,
+the per-example gradient of the quantum weights is
+
+.. math::
+
+    g_j = \sum_m \frac{\partial \ell_j}{\partial f_m}\,
+          \nabla_\theta \hat f_m(x_j;\theta)
+        = \sum_m b_{jm} \sum_i \hat J_{jmi}\, C_{i\cdot},
+
+with :math:`b_{jm}` Opacus's backprops, :math:`\hat J_{jmi} = \sum_t c_{it}\hat\mu_{jmt}` the
+parameter-shift estimate of :math:`\partial f_m/\partial\varphi_i` for example :math:`j` and
+:math:`C = \partial\varphi/\partial\theta` the classical Jacobian from the weights to the gate
+parameters.
+
+One evaluation per step. When a TorchLayer's QNode uses the private transform, its forward
+pass (with gradients enabled) executes the forward circuit and *all* shifted circuits of *all*
+examples in one :func:`pennylane.execute` call: the inputs are broadcast over the batch, so each
+shifted circuit is one broadcast tape. The per-example Jacobians are kept for the backward pass
+(whose vector-Jacobian product then runs no circuit) and for the grad sampler. Shift rules,
+light-cone pruning and post-processing are PennyLane's (through
+:func:`~pennylane_qshiftdp.param_shift`); shot statistics are recorded per example when a
+:class:`~.ShotRecorder` is attached.
+
+Exact-law shot sampling (opt-in, simulators only;
+:func:`~pennylane_qshiftdp.sampling.use_exact_law`): the same circuits run analytically,
+merged into broadcast tapes, in the same single execution, and every :math:`N_s`-shot
+estimate is drawn from the exact outcome law with the device's generator
+(:func:`~pennylane_qshiftdp.execute_exact_law`); the recorded shot statistics are
+computed from the drawn estimates exactly as from the device's.
+
+Gradients with respect to broadcast inputs (a trainable classical layer before the TorchLayer)
+are supported: PennyLane's ``param_shift`` refuses them (pennylane#4462), so the shifts are read
+off PennyLane's shifted tapes of one unbroadcast example and applied to the broadcast tape; a
+shift rule that is not a pure additive shift is refused.
+"""
+
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pennylane as qml
+import torch
+
+from ..exceptions import UnsupportedMeasurementError
+from ..gradients._recording import post_process_recording, rewrite_for_recording
+from ..gradients.observables import TRANSFORM_NAME, plan_for
+from ..gradients.shift_rules import expand_tape
+from ..gradients.shot_statistics import ShotRecorder, active_recorder
+from ..sampling.exact_law import execute_exact_law
+from ..sampling.modes import shot_sampling
+from ._shift_plan import (
+    execute_merged,
+    param_dependencies,
+    shift_rule,
+    shifted_tapes,
+    unbroadcast,
+)
+from .private_qnode import check_private_qnode
+
+__all__ = ["EvaluationCache", "GradSampleRecord", "LayerEvaluation", "evaluate_layer"]
+
+# Largest number of pending forward evaluations kept per layer (forwards without a backward).
+_MAX_PENDING = 16
+
+@dataclasses.dataclass
+class LayerEvaluation:
+    r"""One batched evaluation of a TorchLayer: outputs and per-example Jacobians.
+
+    Attributes:
+        outputs: layer outputs, shape ``(B, n_out)`` (float64).
+        jacobian: :math:`\hat J`, per-example derivatives of the outputs with respect to the
+            differentiated gate parameters, shape ``(B, n_out, n_diff)`` (float64).
+        weight_rows: positions (in the last axis of ``jacobian``) of gate parameters that
+            depend on the weights.
+        weight_jacobian: :math:`C`, shape ``(len(weight_rows), P)``: derivative of those gate
+            parameters with respect to the flattened weights (data-independent).
+        input_rows: positions of gate parameters that depend on the inputs (only when input
+            gradients were requested).
+        input_jacobians: per input row, :math:`\partial\varphi_i[b]/\partial x[b]`, shape
+            ``(B, n_in)``.
+        inputs_ptr: ``data_ptr`` and shape of the inputs (to match Opacus's activations).
+        single_output: the QNode returns one scalar (``expval``/``var``) per example, so the
+            TorchLayer returns shape ``(B,)``.
+        output_sizes: number of outputs of each measurement (the columns of ``outputs``).
+        output_scalars: per measurement, whether it is one number per example (expval, var).
+    """
+
+    outputs: torch.Tensor
+    jacobian: torch.Tensor
+    weight_rows: list
+    weight_jacobian: torch.Tensor
+    input_rows: list
+    input_jacobians: list
+    inputs_ptr: tuple
+    single_output: bool
+    output_sizes: tuple = ()
+    output_scalars: tuple = ()
+
+    def parameter_vjp(self, cotangent: torch.Tensor) -> torch.Tensor:
+        """Per-example ``Σ_m cotangent[b, m] J[b, m, :]``, shape ``(B, n_diff)``."""
+        b = self.jacobian.shape[0]
+        return torch.einsum("bo,boi->bi", cotangent.reshape(b, -1).double(), self.jacobian)
+
+    def tape_to_weight_jacobian(self) -> np.ndarray:
+        r"""Rows :math:`\partial\varphi_i/\partial\theta` for every differentiated gate
+        parameter (rows of input parameters are zero), shape ``(n_diff, P)``."""
+        jac = np.zeros((self.jacobian.shape[2], self.weight_jacobian.shape[1]))
+        jac[self.weight_rows] = self.weight_jacobian.numpy()
+        return jac
+
+    def per_example_weight_grads(self, cotangent: torch.Tensor) -> torch.Tensor:
+        """Per-example gradients of the flattened weights, shape ``(B, P)``."""
+        v = self.parameter_vjp(cotangent)
+        return v[:, self.weight_rows] @ self.weight_jacobian
+
+
+@dataclasses.dataclass
+class GradSampleRecord:
+    r"""What Opacus's grad sampler used for a layer's last per-example gradients.
+
+    Attributes:
+        evaluation: the :class:`LayerEvaluation` of the batch.
+        backprops: :math:`\partial\ell/\partial f` per example, shape ``(B, n_out)``
+            (float64; already multiplied by the batch size for a mean-reduced loss).
+    """
+
+    evaluation: LayerEvaluation
+    backprops: torch.Tensor
+
+
+class EvaluationCache:
+    """A layer's evaluations awaiting Opacus's grad sampler, and the last grad sample.
+
+    The training forward pass of a :class:`~pennylane_qshiftdp.qnn.TorchLayer` keeps its
+    :class:`LayerEvaluation` here (:meth:`push`); the grad sampler takes it back for the
+    activations Opacus captured (:meth:`pop`, matched by the inputs' storage and shape, since
+    Opacus stores a detached view of the same tensor) and records what it used
+    (:attr:`last_grad_sample`, read by the optimizer's shot-noise credit). At most
+    ``max_pending`` evaluations are kept (forward passes without a backward pass are dropped
+    oldest first).
+    """
+
+    def __init__(self, max_pending: int = _MAX_PENDING):
+        self.max_pending = int(max_pending)
+        self.pending: list[LayerEvaluation] = []
+        self.last_grad_sample: GradSampleRecord | None = None
+
+    def push(self, evaluation: LayerEvaluation) -> None:
+        """Keep the evaluation of a training forward pass."""
+        self.pending.append(evaluation)
+        del self.pending[:-self.max_pending]
+
+    def pop(self, inputs: torch.Tensor) -> LayerEvaluation | None:
+        """The most recent pending evaluation of ``inputs`` (removed), or ``None``."""
+        key = (inputs.data_ptr(), tuple(inputs.shape))
+        for i in range(len(self.pending) - 1, -1, -1):
+            if self.pending[i].inputs_ptr == key:
+                return self.pending.pop(i)
+        return None
+
+
+def check_layer_measurements(tape) -> None:
+    """Refuse measurements without a parameter-shift gradient, saying what works."""
+    for mp in tape.measurements:
+        if not isinstance(mp, (qml.measurements.ExpectationMP, qml.measurements.VarianceMP,
+                               qml.measurements.ProbabilityMP)):
+            raise UnsupportedMeasurementError(
+                f"{TRANSFORM_NAME}: the TorchLayer's QNode returns `{mp}`, which has no "
+                f"parameter-shift gradient. Supported returns: expval (one, several in a list "
+                f"or tuple, Hamiltonians and sums), var and probs."
+            )
+
+
+def num_outputs(mp, num_wires: int) -> int:
+    if isinstance(mp, (qml.measurements.ExpectationMP, qml.measurements.VarianceMP)):
+        return 1
+    if isinstance(mp, qml.measurements.ProbabilityMP):
+        return 2 ** (len(mp.wires) or num_wires)
+    raise UnsupportedMeasurementError(
+        f"{TRANSFORM_NAME}: a TorchLayer measurement {mp} has no parameter-shift gradient."
+    )
+
+
+def _flat(results, batch: int, num_meas: int) -> tuple[np.ndarray, tuple]:
+    """Results of one broadcast tape -> array ``(B, n_out)`` (measurements side by side) and
+    the number of columns of each measurement."""
+    parts = [results] if num_meas == 1 else list(results)
+    cols = [np.asarray(qml.math.toarray(r), dtype=float).reshape(batch, -1) for r in parts]
+    return np.concatenate(cols, axis=1), tuple(c.shape[1] for c in cols)
+
+
+def forward_rows(fwd, device, *, exact: bool, batch: int, bad: np.ndarray):
+    """The forward tape alone (exact-law draws or the device's own execution): outputs
+    ``(batch, n_out)``, NaN in the rows ``bad``, and each measurement's number of columns."""
+    [res] = (execute_exact_law([fwd], device) if exact
+             else qml.execute([fwd], device, diff_method=None))
+    out, sizes = _flat(res, batch if fwd.batch_size else 1, len(fwd.measurements))
+    out = np.broadcast_to(out, (batch, out.shape[1])).copy()
+    out[bad] = np.nan
+    return out, sizes
+
+
+def scalar_measurements(tape) -> tuple:
+    """Per measurement, whether it returns one number per example (``expval``, ``var``)."""
+    return tuple(isinstance(mp, (qml.measurements.ExpectationMP, qml.measurements.VarianceMP))
+                 for mp in tape.measurements)
+
+
+def _jacobian_array(grad, batch: int, num_meas: int, num_params: int) -> np.ndarray:
+    """PennyLane's gradient structure (with a trailing batch axis) -> ``(B, n_out, n_params)``."""
+    per_meas = [grad] if num_meas == 1 else list(grad)
+    blocks = []
+    for g in per_meas:
+        per_param = [g] if num_params == 1 else list(g)
+        cols = [np.asarray(qml.math.toarray(a), dtype=float) for a in per_param]
+        # each column: (B,) or, for probs, (B, d) (PennyLane keeps the batch axis first)
+        cols = [c.reshape(batch, -1) for c in cols]
+        blocks.append(np.stack(cols, axis=-1))  # (B, d_m, n_params)
+    return np.concatenate(blocks, axis=1)
+
+
+def _recorder_of(qnode) -> ShotRecorder | None:
+    rec = qnode.gradient_kwargs.get("recorder")
+    return rec if rec is not None else active_recorder()
+
+
+def finite_rows(inputs: torch.Tensor) -> tuple[torch.Tensor, np.ndarray]:
+    """``inputs`` ``(B, n_in)`` with every row holding a non-finite entry set to zeros, and the
+    boolean mask ``(B,)`` of those rows."""
+    bad = ~torch.isfinite(inputs.detach()).all(dim=-1)
+    if not bool(bad.any()):
+        return inputs, bad.numpy()
+    return inputs.detach().masked_fill(bad[:, None], 0.0), bad.numpy()
+
+
+def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
+                   input_grad: bool = False) -> LayerEvaluation:
+    r"""Outputs and per-example parameter-shift Jacobians of a TorchLayer, in one execution.
+
+    Args:
+        layer: a :class:`pennylane.qnn.TorchLayer` whose QNode uses
+            :func:`~pennylane_qshiftdp.param_shift`.
+        inputs: the batch, shape ``(B, n_in)``, ``B ≥ 1``.
+        input_grad: also differentiate with respect to the inputs (a trainable classical
+            layer feeds the TorchLayer).
+
+    Returns:
+        LayerEvaluation: outputs ``(B, n_out)`` and Jacobians (see its attributes).
+
+    Raises:
+        SensitivityError: for a QNode whose diff method is not the private transform, or a
+            gate parameter depending on both inputs and weights (as
+            :func:`~pennylane_qshiftdp.sensitivity` raises for it).
+        UnsupportedMeasurementError: for a return without a parameter-shift gradient (as
+            :func:`~pennylane_qshiftdp.param_shift` raises for it).
+        NotImplementedError: for shot vectors, a QNode that produces several tapes, a shift
+            rule that is not an additive shift of a broadcast input parameter, a recorder with
+            a measurement other
+            than ``expval``, or, under exact-law sampling, a device without a numpy generator
+            or an observable with more than two eigenvalues.
+
+    Example:
+        >>> from pennylane_qshiftdp import param_shift
+        >>> @qml.qnode(qml.device("default.qubit", wires=2), diff_method=param_shift)
+        ... def circuit(inputs, weights):
+        ...     qml.AngleEmbedding(inputs, wires=range(2), rotation="Y")
+        ...     qml.StronglyEntanglingLayers(weights, wires=range(2))
+        ...     return qml.expval(qml.Z(0))
+        >>> layer = qml.qnn.TorchLayer(circuit,
+        ...                            {"weights": (1, 2, 3)})
+        >>> ev = evaluate_layer(layer, torch.zeros(3, 2, dtype=torch.float64))
+        >>> tuple(ev.outputs.shape), tuple(ev.jacobian.shape)
+        ((3, 1), (3, 1, 6))
+    """
+    qnode = layer.qnode
+    check_private_qnode(qnode)
+    if inputs.ndim != 2 or inputs.shape[0] < 1:
+        raise ValueError(f"`inputs` must have shape (B, n_in) with B >= 1. Found "
+                         f"{tuple(inputs.shape)}.")
+    batch = int(inputs.shape[0])
+    key = (inputs.data_ptr(), tuple(inputs.shape))
+    # A row with a non-finite entry runs as zeros and reads NaN (outputs and Jacobians), so
+    # the other examples' outputs, gradients and shots are those of the batch without it
+    # (a NaN angle would otherwise poison the whole broadcast execution, or crash sampling),
+    # and only that example's per-example gradient is non-finite (the optimizer zeroes it).
+    inputs, bad = finite_rows(inputs)
+    names = list(layer.qnode_weights)
+    w_leaves = [layer.qnode_weights[k].detach().double().requires_grad_(True) for k in names]
+    x_leaf = inputs.detach().double().requires_grad_(True)
+    kwargs = {layer.input_arg: x_leaf, **dict(zip(names, w_leaves, strict=True))}
+    tapes, _ = qml.workflow.construct_batch(qnode, level="gradient")(**kwargs)
+    if len(tapes) != 1:
+        raise NotImplementedError(
+            f"A TorchLayer QNode that produces {len(tapes)} tapes is not supported by the "
+            f"per-example evaluation; use a QNode whose transforms produce one tape."
+        )
+    [tape], _ = expand_tape(tapes[0])
+    if tape.shots.has_partitioned_shots:
+        raise NotImplementedError(
+            f"Shot vectors are not supported for per-example gradients (found {tape.shots})."
+        )
+    params = tape.get_parameters(trainable_only=False)
+    deps = param_dependencies(params, x_leaf, w_leaves)
+    w_idx = [i for i, (_, row, _) in enumerate(deps) if row is not None]
+    x_idx = [i for i, (on_x, _, _) in enumerate(deps) if on_x] if input_grad else []
+    diff_idx = sorted(w_idx + x_idx)
+    broadcast = {i for i, (on_x, _, _) in enumerate(deps) if on_x}
+    check_layer_measurements(tape)
+    single_output = len(tape.measurements) == 1 and scalar_measurements(tape)[0]
+
+    np_params = [np.asarray(p.detach().numpy() if isinstance(p, torch.Tensor) else p)
+                 for p in params]
+    fwd = tape.bind_new_parameters(np_params, list(range(len(np_params))))
+    # Broadcast tapes with batch size 1 keep their batch axis; an unbroadcast tape (every
+    # gate parameter scalar) is evaluated once and shared by the batch.
+    num_meas = len(tape.measurements)
+    weight_rows = [diff_idx.index(i) for i in w_idx]
+    input_rows = [diff_idx.index(i) for i in x_idx]
+    total = sum(p.numel() for p in w_leaves)
+    wjac = (torch.stack([deps[i][1] for i in w_idx]) if w_idx
+            else torch.zeros(0, total, dtype=torch.float64))
+    input_jacs = [deps[i][2].reshape(batch, -1) for i in x_idx]
+
+    device = qnode.device
+    exact = shot_sampling(qnode) == "exact_law" and bool(tape.shots)
+    if not diff_idx:
+        out, sizes = forward_rows(fwd, device, exact=exact, batch=batch, bad=bad)
+        return LayerEvaluation(torch.as_tensor(out), torch.zeros(batch, out.shape[1], 0,
+                               dtype=torch.float64), [], wjac, [], [], key, single_output,
+                               sizes, scalar_measurements(tape))
+
+    rep = fwd.bind_new_parameters(unbroadcast(np_params, broadcast), list(range(len(np_params))))
+    rep.trainable_params = diff_idx
+    rule = shift_rule(layer, rep, diff_idx, x_idx)
+    recorder = _recorder_of(qnode)
+    per_tape = 1
+    if recorder is not None:
+        if not tape.shots:
+            raise ValueError(
+                "Shot statistics were requested (a ShotRecorder is attached) but the circuit "
+                "is analytic (shots=None); set finite shots on the QNode or detach the recorder."
+            )
+        unsupported = [mp for mp in tape.measurements
+                       if not isinstance(mp, qml.measurements.ExpectationMP)]
+        if unsupported:
+            raise NotImplementedError(
+                f"{TRANSFORM_NAME} records shot statistics for expval measurements only; "
+                f"found {unsupported}. Detach the recorder to differentiate var/probs."
+            )
+        plans = [plan_for(mp.obs) for mp in tape.measurements]
+    if exact:
+        # Analytic circuits merged into broadcast tapes, estimates drawn from the exact law
+        # (it refuses the observables that recording would rewrite into samples).
+        results = execute_merged(fwd, rule, device, analytic=False)
+    elif not tape.shots and recorder is None:
+        # Analytic: the same merged, light-cone-pruned, gate-fused tapes, read analytically.
+        results = execute_merged(fwd, rule, device, analytic=True)
+    else:
+        shifted = shifted_tapes(fwd, rule, np_params)
+        if recorder is not None:
+            shifted, per_tape = rewrite_for_recording(shifted, plans, tape.shots)
+        results = qml.execute([fwd, *shifted], device, diff_method=None)
+    res_batch = batch if fwd.batch_size else 1
+    out, sizes = _flat(results[0], res_batch, num_meas)
+    if recorder is not None:
+        rep_b = rep.copy()
+        grad = post_process_recording(results[1:], tape=rep_b, plans=plans,
+                                       num_tapes=rule.num_tapes, per_tape=per_tape, fn=rule.fn,
+                                       recorder=recorder)
+    else:
+        grad = rule.fn(results[1:])
+    jac = _jacobian_array(grad, res_batch, num_meas, len(diff_idx))
+    if res_batch != batch:
+        out = np.broadcast_to(out, (batch, out.shape[1])).copy()
+        jac = np.broadcast_to(jac, (batch, *jac.shape[1:])).copy()
+    if bad.any():
+        out, jac = np.array(out, copy=True), np.array(jac, copy=True)
+        out[bad], jac[bad] = np.nan, np.nan
+        nan_rows = torch.as_tensor(bad)
+        input_jacs = [dj.masked_fill(nan_rows[:, None], float("nan")) for dj in input_jacs]
+    return LayerEvaluation(
+        outputs=torch.as_tensor(out),
+        jacobian=torch.as_tensor(jac),
+        weight_rows=weight_rows,
+        weight_jacobian=wjac,
+        input_rows=input_rows,
+        input_jacobians=input_jacs,
+        inputs_ptr=key,
+        single_output=single_output,
+        output_sizes=sizes,
+        output_scalars=scalar_measurements(tape),
+    )

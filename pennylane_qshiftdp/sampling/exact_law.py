@@ -1,0 +1,200 @@
+r"""Executing tapes analytically and drawing every shot estimate from the exact outcome law.
+
+How it is switched on: :func:`use_exact_law` or :func:`set_shot_sampling` (:mod:`.modes`).
+The forward circuit and all shifted circuits are then executed *analytically* (copies with
+``shots=None``, still one :func:`pennylane.execute` call; on a device that simulates broadcast
+tapes at once, such as default.qubit, they are merged into a few broadcast tapes,
+:mod:`.merging`) and every estimate is drawn with one vectorised draw per measurement group
+(:mod:`.draws`). The draws come from the device's own numpy ``Generator`` (``device._rng`` of
+default.qubit, lightning.qubit and default.mixed), so the device seed and per-epoch reseeding
+(the training job's ``--resume``) repeat them exactly; a device without one (hardware, remote
+simulators) is refused. As with the device's own sampling, the shot noise then comes from a
+seeded pseudo-random generator. Direct calls of the QNode (outside a TorchLayer) keep sampling
+on the device.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pennylane as qml
+
+from .draws import read_group, shot_groups
+from .merging import (
+    MAX_MERGED_AMPLITUDES,
+    broadcasts_natively,
+    fuses_gates,
+    merged_tapes,
+    stacked_from_offsets,
+    stacked_parameters,
+)
+from .modes import device_generator
+
+__all__ = ["execute_exact_law", "execute_offsets"]
+
+def _as_rows(result, num_meas):
+    return [result] if num_meas == 1 else list(result)
+
+
+def _check_shots(shots) -> None:
+    if not shots:
+        raise ValueError("Exact-law sampling draws finite-shot estimates; the tapes are "
+                         "analytic (shots=None). Execute them with pennylane.execute.")
+    if shots.has_partitioned_shots:
+        raise NotImplementedError(f"Exact-law shot sampling does not support shot vectors "
+                                  f"(found {shots}).")
+
+
+def execute_exact_law(tapes, device, *, max_amplitudes: int = MAX_MERGED_AMPLITUDES) -> list:
+    r"""Execute tapes analytically and draw every shot estimate from the exact outcome law.
+
+    The tapes must have the same measurements and finite shots (not a shot vector). Tapes with
+    the same gates, differing only in parameters (a forward tape and its parameter-shift tapes),
+    are merged into broadcast tapes of at most ``max_amplitudes`` amplitudes; others run one
+    analytic copy each. All run in one :func:`pennylane.execute` call with ``shots=None``; then,
+    per measurement group (module docstring), one vectorised binomial or multinomial draw over
+    all tapes and batch elements uses the device's generator.
+
+    Args:
+        tapes: the circuits, all with the same measurements and shots.
+        device: a simulator with a numpy generator (see :func:`device_generator`).
+        max_amplitudes: bound on merged batch size × :math:`2^{\text{wires}}` per broadcast tape.
+
+    Returns:
+        list: per tape, results in the structure the device returns with shots (one array per
+        measurement, a tuple for several; a leading batch axis for broadcast tapes).
+
+    Raises:
+        ValueError: for tapes without finite shots, with different shots, batch sizes or
+            measurements, or a non-positive ``max_amplitudes``.
+        NotImplementedError: for a shot vector, a device without a numpy generator, or a
+            measurement other than expval/var of a two-outcome observable and probs.
+
+    Example:
+        >>> dev = qml.device("default.qubit", seed=0)
+        >>> tape = qml.tape.QuantumScript([qml.RX(np.pi, 0)], [qml.expval(qml.Z(0))], shots=10)
+        >>> [float(r) for r in execute_exact_law([tape], dev)]
+        [-1.0]
+    """
+    if not tapes:
+        return []
+    template = tapes[0]
+    _check_shots(template.shots)
+    key = [mp.hash for mp in template.measurements]
+    for t in tapes[1:]:
+        if t.batch_size != template.batch_size:
+            raise ValueError(f"All tapes must have the same batch size. Found "
+                             f"{template.batch_size} and {t.batch_size}.")
+        if t.shots != template.shots:
+            raise ValueError(f"All tapes must have the same shots. Found {template.shots} and "
+                             f"{t.shots}.")
+        if [mp.hash for mp in t.measurements] != key:
+            raise ValueError(f"All tapes must have the same measurements. Found "
+                             f"{template.measurements} and {t.measurements}.")
+    signature = [(op.name, op.wires, len(op.data)) for op in template.operations]
+    if all([(op.name, op.wires, len(op.data)) for op in t.operations] == signature
+           for t in tapes[1:]):
+        return _execute(template, [t.get_parameters(trainable_only=False) for t in tapes],
+                        device, max_amplitudes)
+    return _execute(template, None, device, max_amplitudes, tapes=tapes)
+
+
+def execute_offsets(template, offsets, device, *, analytic: bool = False) -> list:
+    r"""The circuits ``template`` with its parameters moved by each row of ``offsets``, merged
+    into broadcast tapes (light cone, single-qubit fusion) where the device broadcasts natively.
+
+    With ``analytic=False`` every estimate is drawn from the exact outcome law
+    (:func:`execute_exact_law`, the tape's finite shots); with ``analytic=True`` the tape's own
+    measurements are returned analytically (``shots=None``), exactly as
+    :func:`pennylane.execute` returns them for the separate circuits, up to floating-point
+    rounding of the fused gates (dropping gates outside the light cone is exact).
+
+    Args:
+        template: a tape (possibly broadcast); with ``analytic=False`` it needs finite shots.
+        offsets: per tape parameter (``get_parameters(trainable_only=False)`` order) an array
+            ``(C, *shape)`` added to it: C circuits.
+        device: the device to run them on.
+        analytic: return analytic results (see above).
+
+    Returns:
+        list: per circuit, results in the structure the device returns (one array per
+        measurement, a tuple for several; a leading batch axis for a broadcast template).
+
+    Raises:
+        ValueError: with ``analytic=False``, for a template without finite shots.
+        NotImplementedError: as :func:`execute_exact_law`.
+    """
+    return _execute(template, None, device, offsets=offsets, analytic=analytic)
+
+
+def _execute(template, param_sets, device, max_amplitudes=MAX_MERGED_AMPLITUDES, *,
+             tapes=None, offsets=None, analytic=False) -> list:
+    """:func:`execute_exact_law` of the circuits ``template`` with each parameter set
+    (all tape parameters, as ``get_parameters(trainable_only=False)``), of ``template`` with
+    its parameters moved by each row of ``offsets`` (per tape parameter an array
+    ``(C, *shape)``; ``param_sets`` is then ``None``), or of ``tapes``; with ``analytic``, the
+    measurements' analytic values instead of exact-law draws."""
+    if isinstance(max_amplitudes, bool) or not isinstance(max_amplitudes, (int, np.integer)) \
+            or max_amplitudes < 1:
+        raise ValueError(f"`max_amplitudes` must be a positive integer. Found "
+                         f"{max_amplitudes!r}.")
+    shots = template.shots
+    mps = list(template.measurements)
+    groups: list | None = None
+    if analytic:  # one reader per measurement: its analytic value
+        analytic_mps = mps
+    else:
+        _check_shots(shots)
+        rng = device_generator(device)
+        groups = shot_groups(mps)
+        analytic_mps = [g.analytic for g in groups]
+    batch = template.batch_size
+    beff = batch or 1
+
+    chunks = None
+    if tapes is None and broadcasts_natively(device):
+        if offsets is not None:
+            n_circ = len(np.asarray(offsets[0])) if offsets else 1
+            stacked = stacked_from_offsets(template, offsets, beff)
+        else:
+            n_circ = len(param_sets)
+            stacked = stacked_parameters(template, param_sets, beff)
+        chunks = merged_tapes(template, stacked, n_circ, analytic_mps, max_amplitudes,
+                               fuse=fuses_gates(device))
+    if chunks is None and tapes is None and param_sets is None:
+        base = template.get_parameters(trainable_only=False)
+        n_circ = len(np.asarray(offsets[0])) if offsets else 1
+        param_sets = [[b + np.asarray(o)[c] for b, o in zip(base, offsets, strict=True)]
+                      for c in range(n_circ)]
+    if chunks is None and tapes is None:
+        indices = list(range(len(param_sets[0])))
+        tapes = [template.bind_new_parameters(ps, indices) for ps in param_sets]
+    if chunks is None:  # one analytic copy per circuit
+        chunks = [(t.copy(measurements=analytic_mps, shots=None), 1) for t in tapes]
+    num = sum(c[1] for c in chunks)
+    results = qml.execute([c[0] for c in chunks], device, diff_method=None)
+
+    per_group: list[list[np.ndarray]] = [[] for _ in analytic_mps]
+    for (tape, n_circuits), res in zip(chunks, results, strict=True):
+        n_rows = n_circuits * beff
+        for g, r in enumerate(_as_rows(res, len(analytic_mps))):
+            arr = np.asarray(qml.math.toarray(r), dtype=float)
+            arr = arr.reshape(n_rows, *arr.shape[1:]) if tape.batch_size is not None else \
+                np.broadcast_to(arr, (n_rows, *arr.shape))
+            per_group[g].append(arr)
+
+    values: list = [None] * len(mps)
+    if groups is None:
+        for i, parts in enumerate(per_group):
+            v = np.concatenate(parts, axis=0)
+            values[i] = v.reshape(num, beff, *v.shape[1:])
+    for g, group in enumerate(groups or ()):
+        exact = np.concatenate(per_group[g], axis=0)  # (num · beff, ...)
+        for i, v in zip(group.members, read_group(group, exact, shots.total_shots, rng),
+                        strict=True):
+            values[i] = v.reshape(num, beff, *v.shape[1:])
+
+    out = []
+    for t in range(num):
+        row = [v[t] if batch else v[t, 0] for v in values]
+        out.append(row[0] if len(row) == 1 else tuple(row))
+    return out
