@@ -107,8 +107,9 @@ def record_batch(data, *, p_dev, shots, batch, seed, qubits=4, layers=2, init_sc
     LinearLoss()(pmodel(x[idx]), y[idx]).mean().backward()  # Opacus computes grad samples
     seconds = time.perf_counter() - t0
     layer = model.qlayer
-    weights = layer.__dict__["_qshiftdp_backprops"][:, 0].numpy()  # ∂ℓ_j/∂f_j
-    jacobian = layer.__dict__["_qshiftdp_last_evaluation"].tape_to_weight_jacobian()
+    sample = layer.evaluations.last_grad_sample  # what the grad sampler used
+    weights = sample.backprops[:, 0].numpy()  # ∂ℓ_j/∂f_j
+    jacobian = sample.evaluation.tape_to_weight_jacobian()
     return {"stats": rec.statistics, "weights": weights, "jacobian": jacobian,
             "delta": opt.sensitivity.delta, "floor": floor, "device": device,
             "q_pennylane": q_pl, "seconds": seconds}
