@@ -16,6 +16,7 @@ from opacus.validators import ModuleValidator
 
 from .exceptions import PrivacyWarning, SensitivityError
 from .gradients.sensitivity_bound import sensitivity
+from .qnn.evaluation import gradient_route
 from .qnn.private_qnode import check_private_qnode
 
 __all__ = ["check_per_example_loss"]
@@ -239,3 +240,16 @@ def feeds_data(module, layer, example) -> bool:
     ref = torch.as_tensor(example, dtype=torch.float64).reshape(-1)
     return x.shape == ref.shape and bool(torch.allclose(x, ref))
 
+
+
+def gradient_routes(module, layers, example) -> dict[str, str]:
+    """Per TorchLayer (by module name), the route of its per-example gradients
+    (:func:`~pennylane_qshiftdp.qnn.evaluation.gradient_route`), decided on a zero input of the
+    example's shape (the route depends on the QNode, never on the data)."""
+    names = {id(m): name for name, m in module.named_modules()}
+    zero = torch.zeros_like(torch.as_tensor(example))
+    out = {}
+    for layer in layers:
+        x = layer_inputs(module, layer, zero)
+        out[names.get(id(layer)) or type(layer).__name__] = gradient_route(layer, x.unsqueeze(0))
+    return out

@@ -42,6 +42,7 @@ from .model_checks import (
     check_per_example_loss,
     check_supported,
     feeds_data,
+    gradient_routes,
     layer_sensitivity,
     output_shape,
     torch_layers,
@@ -314,9 +315,10 @@ def _prepare_noise(sampling: _Sampling, *, target_epsilon, target_delta, account
 def _prepare_ledger(sampling: _Sampling, clipping: _Clipping, sens, *, sigma, floor,
                     target_epsilon, target_delta, adjacency, credit, beta, accountant,
                     variance_floor, variance_floor_source, secure_mode, seed, coverage,
-                    proven_epsilon_factor, preprocessing_note) -> PrivacyLedger:
+                    proven_epsilon_factor, preprocessing_note, routes) -> PrivacyLedger:
     """The ledger, with everything the privacy statement needs in its provenance."""
     extra = {
+        "gradient_routes": routes,
         "versions": _versions(),
         "clipping": clipping.info,
         "variance_floor": variance_floor,
@@ -558,7 +560,8 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         accountant=accountant, variance_floor=variance_floor,
         variance_floor_source=variance_floor_source, secure_mode=secure_mode, seed=seed,
         coverage=coverage, proven_epsilon_factor=proven_epsilon_factor,
-        preprocessing_note=preprocessing_note)
+        preprocessing_note=preprocessing_note,
+        routes=gradient_routes(model.module, model.layers, example))
     gen, dp_loader = _prepare_loader(model, data_loader, sampling, secure_mode=secure_mode,
                                      seed=seed, distributed=distributed)
     gs_module = GradSampleModule(model.module, batch_first=True, loss_reduction=loss_reduction)

@@ -54,6 +54,7 @@ from ..gradients.shift_rules import expand_tape
 from ..gradients.shot_statistics import ShotRecorder, active_recorder
 from ..sampling.exact_law import execute_exact_law
 from ..sampling.modes import shot_sampling
+from ._adjoint import adjoint_jacobian
 from ._shift_plan import (
     execute_merged,
     param_dependencies,
@@ -62,8 +63,10 @@ from ._shift_plan import (
     unbroadcast,
 )
 from .private_qnode import check_private_qnode
+from .routes import choose_route
 
-__all__ = ["EvaluationCache", "GradSampleRecord", "LayerEvaluation", "evaluate_layer"]
+__all__ = ["EvaluationCache", "GradSampleRecord", "LayerEvaluation", "evaluate_layer",
+           "gradient_route"]
 
 # Largest number of pending forward evaluations kept per layer (forwards without a backward).
 _MAX_PENDING = 16
@@ -89,6 +92,7 @@ class LayerEvaluation:
             TorchLayer returns shape ``(B,)``.
         output_sizes: number of outputs of each measurement (the columns of ``outputs``).
         output_scalars: per measurement, whether it is one number per example (expval, var).
+        route: ``"parameter_shift"`` or ``"adjoint"`` (:mod:`~pennylane_qshiftdp.qnn.routes`).
     """
 
     outputs: torch.Tensor
@@ -101,6 +105,7 @@ class LayerEvaluation:
     single_output: bool
     output_sizes: tuple = ()
     output_scalars: tuple = ()
+    route: str = "parameter_shift"
 
     def parameter_vjp(self, cotangent: torch.Tensor) -> torch.Tensor:
         """Per-example ``Σ_m cotangent[b, m] J[b, m, :]``, shape ``(B, n_diff)``."""
@@ -239,6 +244,105 @@ def finite_rows(inputs: torch.Tensor) -> tuple[torch.Tensor, np.ndarray]:
     return inputs.detach().masked_fill(bad[:, None], 0.0), bad.numpy()
 
 
+@dataclasses.dataclass
+class _Prepared:
+    """A batch's tape, its parameters and their classical dependencies (nothing executed)."""
+
+    qnode: qml.QNode
+    tape: qml.tape.QuantumScript
+    fwd: qml.tape.QuantumScript
+    np_params: list
+    deps: list
+    diff_idx: list
+    w_idx: list
+    x_idx: list
+    broadcast: set
+    w_leaves: list
+    batch: int
+    key: tuple
+    bad: np.ndarray
+    single_output: bool
+
+
+def _prepare(layer, inputs: torch.Tensor, input_grad: bool) -> _Prepared:
+    """The broadcast forward tape of ``inputs`` and which of its parameters are differentiated
+    (those of the weights, and of the inputs with ``input_grad``)."""
+    qnode = layer.qnode
+    check_private_qnode(qnode)
+    if inputs.ndim != 2 or inputs.shape[0] < 1:
+        raise ValueError(f"`inputs` must have shape (B, n_in) with B >= 1. Found "
+                         f"{tuple(inputs.shape)}.")
+    batch = int(inputs.shape[0])
+    key = (inputs.data_ptr(), tuple(inputs.shape))
+    # A row with a non-finite entry runs as zeros and reads NaN (outputs and Jacobians), so
+    # the other examples' outputs, gradients and shots are those of the batch without it
+    # (a NaN angle would otherwise poison the whole broadcast execution, or crash sampling),
+    # and only that example's per-example gradient is non-finite (the optimizer zeroes it).
+    inputs, bad = finite_rows(inputs)
+    names = list(layer.qnode_weights)
+    w_leaves = [layer.qnode_weights[k].detach().double().requires_grad_(True) for k in names]
+    x_leaf = inputs.detach().double().requires_grad_(True)
+    kwargs = {layer.input_arg: x_leaf, **dict(zip(names, w_leaves, strict=True))}
+    tapes, _ = qml.workflow.construct_batch(qnode, level="gradient")(**kwargs)
+    if len(tapes) != 1:
+        raise NotImplementedError(
+            f"A TorchLayer QNode that produces {len(tapes)} tapes is not supported by the "
+            f"per-example evaluation; use a QNode whose transforms produce one tape."
+        )
+    [tape], _ = expand_tape(tapes[0])
+    if tape.shots.has_partitioned_shots:
+        raise NotImplementedError(
+            f"Shot vectors are not supported for per-example gradients (found {tape.shots})."
+        )
+    params = tape.get_parameters(trainable_only=False)
+    deps = param_dependencies(params, x_leaf, w_leaves)
+    w_idx = [i for i, (_, row, _) in enumerate(deps) if row is not None]
+    x_idx = [i for i, (on_x, _, _) in enumerate(deps) if on_x] if input_grad else []
+    broadcast = {i for i, (on_x, _, _) in enumerate(deps) if on_x}
+    check_layer_measurements(tape)
+    single_output = len(tape.measurements) == 1 and scalar_measurements(tape)[0]
+    np_params = [np.asarray(p.detach().numpy() if isinstance(p, torch.Tensor) else p)
+                 for p in params]
+    # Broadcast tapes with batch size 1 keep their batch axis; an unbroadcast tape (every
+    # gate parameter scalar) is evaluated once and shared by the batch.
+    fwd = tape.bind_new_parameters(np_params, list(range(len(np_params))))
+    return _Prepared(qnode, tape, fwd, np_params, deps, sorted(w_idx + x_idx), w_idx, x_idx,
+                     broadcast, w_leaves, batch, key, bad, single_output)
+
+
+def gradient_route(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
+                   input_grad: bool = False) -> str:
+    """The route :func:`evaluate_layer` takes for ``inputs`` (nothing is executed).
+
+    ``"adjoint"`` for ``shots=None`` on a state-vector simulator where the adjoint sweep
+    applies, ``"parameter_shift"`` otherwise (:mod:`~pennylane_qshiftdp.qnn.routes`). It
+    depends on the QNode's structure, shots and device, not on the values of ``inputs``.
+
+    Args:
+        layer: a TorchLayer whose QNode uses :func:`~pennylane_qshiftdp.param_shift`.
+        inputs: a batch ``(B, n_in)`` (zeros will do).
+        input_grad: whether input gradients would be computed too.
+
+    Returns:
+        str: ``"adjoint"`` or ``"parameter_shift"``.
+
+    Example:
+        >>> from pennylane_qshiftdp import param_shift
+        >>> @qml.qnode(qml.device("default.qubit", wires=1), diff_method=param_shift)
+        ... def circuit(inputs, weights):
+        ...     qml.RY(inputs[..., 0], wires=0)
+        ...     qml.RX(weights[0], wires=0)
+        ...     return qml.expval(qml.Z(0))
+        >>> layer = qml.qnn.TorchLayer(circuit, {"weights": (1,)})
+        >>> gradient_route(layer, torch.zeros(2, 1))
+        'adjoint'
+    """
+    prep = _prepare(layer, inputs, input_grad)
+    if not prep.diff_idx:
+        return "parameter_shift"
+    return choose_route(prep.qnode, prep.tape, prep.diff_idx, recorder=_recorder_of(prep.qnode))
+
+
 def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
                    input_grad: bool = False) -> LayerEvaluation:
     r"""Outputs and per-example parameter-shift Jacobians of a TorchLayer, in one execution.
@@ -278,51 +382,14 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
         >>> tuple(ev.outputs.shape), tuple(ev.jacobian.shape)
         ((3, 1), (3, 1, 6))
     """
-    qnode = layer.qnode
-    check_private_qnode(qnode)
-    if inputs.ndim != 2 or inputs.shape[0] < 1:
-        raise ValueError(f"`inputs` must have shape (B, n_in) with B >= 1. Found "
-                         f"{tuple(inputs.shape)}.")
-    batch = int(inputs.shape[0])
-    key = (inputs.data_ptr(), tuple(inputs.shape))
-    # A row with a non-finite entry runs as zeros and reads NaN (outputs and Jacobians), so
-    # the other examples' outputs, gradients and shots are those of the batch without it
-    # (a NaN angle would otherwise poison the whole broadcast execution, or crash sampling),
-    # and only that example's per-example gradient is non-finite (the optimizer zeroes it).
-    inputs, bad = finite_rows(inputs)
-    names = list(layer.qnode_weights)
-    w_leaves = [layer.qnode_weights[k].detach().double().requires_grad_(True) for k in names]
-    x_leaf = inputs.detach().double().requires_grad_(True)
-    kwargs = {layer.input_arg: x_leaf, **dict(zip(names, w_leaves, strict=True))}
-    tapes, _ = qml.workflow.construct_batch(qnode, level="gradient")(**kwargs)
-    if len(tapes) != 1:
-        raise NotImplementedError(
-            f"A TorchLayer QNode that produces {len(tapes)} tapes is not supported by the "
-            f"per-example evaluation; use a QNode whose transforms produce one tape."
-        )
-    [tape], _ = expand_tape(tapes[0])
-    if tape.shots.has_partitioned_shots:
-        raise NotImplementedError(
-            f"Shot vectors are not supported for per-example gradients (found {tape.shots})."
-        )
-    params = tape.get_parameters(trainable_only=False)
-    deps = param_dependencies(params, x_leaf, w_leaves)
-    w_idx = [i for i, (_, row, _) in enumerate(deps) if row is not None]
-    x_idx = [i for i, (on_x, _, _) in enumerate(deps) if on_x] if input_grad else []
-    diff_idx = sorted(w_idx + x_idx)
-    broadcast = {i for i, (on_x, _, _) in enumerate(deps) if on_x}
-    check_layer_measurements(tape)
-    single_output = len(tape.measurements) == 1 and scalar_measurements(tape)[0]
-
-    np_params = [np.asarray(p.detach().numpy() if isinstance(p, torch.Tensor) else p)
-                 for p in params]
-    fwd = tape.bind_new_parameters(np_params, list(range(len(np_params))))
-    # Broadcast tapes with batch size 1 keep their batch axis; an unbroadcast tape (every
-    # gate parameter scalar) is evaluated once and shared by the batch.
+    prep = _prepare(layer, inputs, input_grad)
+    qnode, tape, fwd, np_params, deps = prep.qnode, prep.tape, prep.fwd, prep.np_params, prep.deps
+    diff_idx, w_idx, x_idx, broadcast = prep.diff_idx, prep.w_idx, prep.x_idx, prep.broadcast
+    batch, key, bad, single_output = prep.batch, prep.key, prep.bad, prep.single_output
     num_meas = len(tape.measurements)
     weight_rows = [diff_idx.index(i) for i in w_idx]
     input_rows = [diff_idx.index(i) for i in x_idx]
-    total = sum(p.numel() for p in w_leaves)
+    total = sum(p.numel() for p in prep.w_leaves)
     wjac = (torch.stack([deps[i][1] for i in w_idx]) if w_idx
             else torch.zeros(0, total, dtype=torch.float64))
     input_jacs = [deps[i][2].reshape(batch, -1) for i in x_idx]
@@ -335,9 +402,6 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
                                dtype=torch.float64), [], wjac, [], [], key, single_output,
                                sizes, scalar_measurements(tape))
 
-    rep = fwd.bind_new_parameters(unbroadcast(np_params, broadcast), list(range(len(np_params))))
-    rep.trainable_params = diff_idx
-    rule = shift_rule(layer, rep, diff_idx, x_idx)
     recorder = _recorder_of(qnode)
     per_tape = 1
     if recorder is not None:
@@ -354,6 +418,16 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
                 f"found {unsupported}. Detach the recorder to differentiate var/probs."
             )
         plans = [plan_for(mp.obs) for mp in tape.measurements]
+    res_batch = batch if fwd.batch_size else 1
+    if choose_route(qnode, tape, diff_idx, recorder=recorder) == "adjoint":
+        # Analytic on a state-vector simulator: one forward and one backward sweep.
+        out, jac = adjoint_jacobian(fwd, diff_idx)
+        return _evaluation(out, jac, batch, bad, weight_rows, wjac, input_rows, input_jacs,
+                           key, single_output, (1,) * num_meas, scalar_measurements(tape),
+                           "adjoint")
+    rep = fwd.bind_new_parameters(unbroadcast(np_params, broadcast), list(range(len(np_params))))
+    rep.trainable_params = diff_idx
+    rule = shift_rule(layer, rep, diff_idx, x_idx)
     if exact:
         # Analytic circuits merged into broadcast tapes, estimates drawn from the exact law
         # (it refuses the observables that recording would rewrite into samples).
@@ -366,7 +440,6 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
         if recorder is not None:
             shifted, per_tape = rewrite_for_recording(shifted, plans, tape.shots)
         results = qml.execute([fwd, *shifted], device, diff_method=None)
-    res_batch = batch if fwd.batch_size else 1
     out, sizes = _flat(results[0], res_batch, num_meas)
     if recorder is not None:
         rep_b = rep.copy()
@@ -376,7 +449,16 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
     else:
         grad = rule.fn(results[1:])
     jac = _jacobian_array(grad, res_batch, num_meas, len(diff_idx))
-    if res_batch != batch:
+    return _evaluation(out, jac, batch, bad, weight_rows, wjac, input_rows, input_jacs, key,
+                       single_output, sizes, scalar_measurements(tape), "parameter_shift")
+
+
+def _evaluation(out, jac, batch, bad, weight_rows, wjac, input_rows, input_jacs, key,
+                single_output, sizes, scalars, route) -> LayerEvaluation:
+    """The :class:`LayerEvaluation` of outputs ``(B', n_out)`` and Jacobians
+    ``(B', n_out, n_diff)`` (``B'`` 1 for an unbroadcast tape, shared by the batch); rows with
+    a non-finite input read NaN."""
+    if out.shape[0] != batch:
         out = np.broadcast_to(out, (batch, out.shape[1])).copy()
         jac = np.broadcast_to(jac, (batch, *jac.shape[1:])).copy()
     if bad.any():
@@ -394,5 +476,6 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
         inputs_ptr=key,
         single_output=single_output,
         output_sizes=sizes,
-        output_scalars=scalar_measurements(tape),
+        output_scalars=scalars,
+        route=route,
     )

@@ -57,7 +57,8 @@ def device_generator(device) -> np.random.Generator:
     return rng
 
 
-def _qnodes_of(target) -> list:
+def qnodes_of(target) -> list:
+    """The QNodes of ``target``: a QNode, a TorchLayer or a module holding TorchLayers."""
     if isinstance(target, qml.QNode):
         return [target]
     if isinstance(target, qml.qnn.TorchLayer):
@@ -123,7 +124,7 @@ def set_shot_sampling(target, mode: str, *, seed=None) -> list:
     if mode not in SHOT_SAMPLING_MODES:
         raise ValueError(f"`mode` must be one of {SHOT_SAMPLING_MODES}. Found {mode!r}.")
     _check_seed(seed)
-    qnodes = _qnodes_of(target)
+    qnodes = qnodes_of(target)
     for qnode in qnodes:
         if qnode.diff_method is not param_shift:
             name = getattr(qnode.diff_method, "__name__", qnode.diff_method)
