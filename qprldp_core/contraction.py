@@ -37,11 +37,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from qprldp_core._numerics import round_up
 from qprldp_core._validation import (
     DEFAULT_ATOL,
-    _fmt,
     check_epsilon,
     check_probability,
+    format_number,
 )
 from qprldp_core.channels import Channel, depolarizing
 from qprldp_core.divergences import hockey_stick_divergence
@@ -71,12 +72,8 @@ def _check_nonneg(x, name: str) -> float:
         raise TypeError(f"`{name}` must be a real number. Found {type(x).__name__}.")
     x = float(x)
     if not math.isfinite(x) or x < 0:
-        raise ValueError(f"`{name}` must be finite and >= 0. Found {_fmt(x)}.")
+        raise ValueError(f"`{name}` must be finite and >= 0. Found {format_number(x)}.")
     return x
-
-
-def _round_up(x: float) -> float:
-    return float(np.nextafter(x, np.inf))
 
 
 def hockey_stick_contraction_bound(*, epsilon, delta, gamma, notion="qldp") -> float:
@@ -126,11 +123,14 @@ def hockey_stick_contraction_bound(*, epsilon, delta, gamma, notion="qldp") -> f
     _check_notion(notion)
     g = math.exp(epsilon)
     if gamma < math.exp(-epsilon) * (1 - 1e-15):
-        raise ValueError(f"`gamma` must be >= exp(-epsilon) = {_fmt(1 / g)}. Found {_fmt(gamma)}.")
+        raise ValueError(
+            f"`gamma` must be >= exp(-epsilon) = {format_number(1 / g)}. "
+            f"Found {format_number(gamma)}."
+        )
     if gamma >= g:
         return delta
     value = (g - gamma + (gamma + 1) * delta) / (g + 1)
-    return min(1.0, _round_up(max(0.0, value)))
+    return min(1.0, round_up(max(0.0, value)))
 
 
 def trace_distance_contraction_bound(*, epsilon, delta, notion="qldp") -> float:

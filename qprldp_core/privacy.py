@@ -40,7 +40,8 @@ from ._validation import (
     check_probability,
     support_tol,
 )
-from .channels import Channel, _local_depolarizing_apply
+from .channels import Channel
+from .channels._apply import local_depolarizing_apply
 from .divergences import hockey_stick_divergence, violation_probability
 
 __all__ = [
@@ -91,7 +92,7 @@ def _fast_apply(channel: Channel, rho: np.ndarray) -> np.ndarray:
         p, d = channel.params["p"], channel.params["d"]
         return (1 - p) * rho + p * np.trace(rho) * np.eye(d) / d
     if channel.kind == "local_depolarizing":  # self-adjoint, no Kraus operators
-        return _local_depolarizing_apply(rho, channel.params["p"], channel.params["n"])
+        return local_depolarizing_apply(rho, channel.params["p"], channel.params["n"])
     out = sum(k @ rho @ k.conj().T for k in channel.kraus)
     return (out + out.conj().T) / 2
 
@@ -102,7 +103,7 @@ def _fast_adjoint(channel: Channel, x: np.ndarray) -> np.ndarray:
         p, d = channel.params["p"], channel.params["d"]
         return (1 - p) * x + p * np.trace(x) * np.eye(d) / d
     if channel.kind == "local_depolarizing":
-        return _local_depolarizing_apply(x, channel.params["p"], channel.params["n"])
+        return local_depolarizing_apply(x, channel.params["p"], channel.params["n"])
     out = sum(k.conj().T @ x @ k for k in channel.kraus)
     return (out + out.conj().T) / 2
 

@@ -36,12 +36,12 @@ import numpy as np
 
 from qprldp_core._validation import (
     DEFAULT_ATOL,
-    _fmt,
     check_density_matrix,
     check_epsilon,
     check_probability,
+    format_number,
 )
-from qprldp_core.channels import Channel, bit_flip, depolarizing
+from qprldp_core.channels import Channel, bit_flip, depolarizing, measure_prepare_channel
 from qprldp_core.divergences import hockey_stick_divergence, violation_probability
 
 __all__ = [
@@ -60,7 +60,6 @@ __all__ = [
     "tensor_qldp_delta",
     "tensor_qprldp_delta",
     "tensor_composition",
-    "measure_prepare_channel",
     "non_convexity_witness",
     "post_processing_counterexample",
 ]
@@ -195,7 +194,8 @@ def qldp_to_qprldp_delta(*, epsilon, delta, epsilon_prime) -> float:
     delta = _check_delta(delta)
     if not epsilon_prime > epsilon:
         raise ValueError(
-            f"`epsilon_prime` must be > `epsilon` = {_fmt(epsilon)}. Found {_fmt(epsilon_prime)}."
+            f"`epsilon_prime` must be > `epsilon` = {format_number(epsilon)}. "
+            f"Found {format_number(epsilon_prime)}."
         )
     if delta == 0.0:
         return 0.0
@@ -261,7 +261,8 @@ def qldp_implies_qprldp(channel: Channel, rho, sigma, *, epsilon, epsilon_prime,
     epsilon_prime = check_epsilon(epsilon_prime, "epsilon_prime")
     if not epsilon_prime > epsilon:
         raise ValueError(
-            f"`epsilon_prime` must be > `epsilon` = {_fmt(epsilon)}. Found {_fmt(epsilon_prime)}."
+            f"`epsilon_prime` must be > `epsilon` = {format_number(epsilon)}. "
+            f"Found {format_number(epsilon_prime)}."
         )
     rp, sp = _outputs(channel, rho, sigma, atol)
     e = float(hockey_stick_divergence(rp, sp, gamma=math.exp(epsilon), atol=atol))
@@ -331,14 +332,17 @@ def non_equivalence_witness(*, p=0.5, d=2, epsilon=0.5) -> NonEquivalenceWitness
 
     p = check_probability(p, "p")
     if not 0.0 < p < 1.0:
-        raise ValueError(f"`p` must be in (0, 1). Found {_fmt(p)}.")
+        raise ValueError(f"`p` must be in (0, 1). Found {format_number(p)}.")
     if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 2:
         raise ValueError(f"`d` must be an integer >= 2. Found {d!r}.")
     d = int(d)
     epsilon = check_epsilon(epsilon)
     eps0 = math.log1p(d * (1 - p) / p)
     if epsilon >= eps0:
-        raise ValueError(f"`epsilon` must be < epsilon_0 = {_fmt(eps0)}. Found {_fmt(epsilon)}.")
+        raise ValueError(
+            f"`epsilon` must be < epsilon_0 = {format_number(eps0)}. "
+            f"Found {format_number(epsilon)}."
+        )
     channel = depolarizing(p, d)
     denom = math.expm1(epsilon) * p  # 0 for ε = 0 and for subnormal ε (underflow)
     x = d * (1 - p) / denom if denom > 0 else math.inf
@@ -413,7 +417,7 @@ def unitary_invariance(channel: Channel, unitary, rho, sigma, *, epsilon, atol=D
     err = float(np.max(np.abs(u.conj().T @ u - np.eye(dout))))
     if err > max(atol, 1e-10) * 100:
         raise ValueError(
-            f"`unitary` must be unitary. Found max |U^dagger U - I| entry {_fmt(err)}."
+            f"`unitary` must be unitary. Found max |U^dagger U - I| entry {format_number(err)}."
         )
     rp, sp = _outputs(channel, rho, sigma, atol)
     ru, su = _herm(u @ rp @ u.conj().T), _herm(u @ sp @ u.conj().T)
@@ -515,8 +519,8 @@ def tensor_qprldp_delta(*, epsilon1, delta1, epsilon2, delta2, epsilon_prime) ->
     epsilon_prime = check_epsilon(epsilon_prime, "epsilon_prime")
     if not epsilon_prime > eps:
         raise ValueError(
-            f"`epsilon_prime` must be > `epsilon1 + epsilon2` = {_fmt(eps)}. "
-            f"Found {_fmt(epsilon_prime)}."
+            f"`epsilon_prime` must be > `epsilon1 + epsilon2` = {format_number(eps)}. "
+            f"Found {format_number(epsilon_prime)}."
         )
     return qldp_to_qprldp_delta(epsilon=eps, delta=delta, epsilon_prime=epsilon_prime)
 
@@ -611,47 +615,6 @@ def tensor_composition(
     )
     vj = float(violation_probability(rj, sj, epsilon=float(epsilon_prime), atol=atol))
     return CompositionWitness(e1, e2, d1, d2, joint, qldp_bound, float(epsilon_prime), vj, bound)
-
-
-def measure_prepare_channel(transition) -> Channel:
-    r"""Classical channel embedded as a quantum measure-and-prepare channel.
-
-    .. math::
-        \mathcal W(\rho) = \sum_{x, y} W[y, x]\,\langle x|\rho|x\rangle\, |y\rangle\langle y|,
-        \qquad K_{yx} = \sqrt{W[y, x]}\,|y\rangle\langle x|.
-
-    Args:
-        transition: column-stochastic matrix :math:`W` of shape (d_out, d_in), entries in [0, 1],
-            each column summing to 1 (:math:`W[y, x] = P(y \mid x)`).
-
-    Returns:
-        The :class:`~qprldp_core.channels.Channel`.
-
-    Raises:
-        ValueError: if ``transition`` is not a column-stochastic matrix.
-
-    Example:
-        >>> ch = measure_prepare_channel([[0.9, 0.2], [0.1, 0.8]])
-        >>> np.round(ch(np.diag([1.0, 0])).real, 6)
-        array([[0.9, 0. ], [0. , 0.1]])
-    """
-    w = np.asarray(transition, dtype=float)
-    if w.ndim != 2:
-        raise ValueError(f"`transition` must be a 2-D matrix. Found shape {w.shape}.")
-    if np.any(w < 0) or np.any(w > 1) or not np.all(np.isfinite(w)):
-        raise ValueError("`transition` must have entries in [0, 1]. Found an entry outside.")
-    sums = w.sum(axis=0)
-    if np.max(np.abs(sums - 1)) > 1e-12:
-        raise ValueError(f"`transition` columns must sum to 1. Found column sums {sums.tolist()}.")
-    dout, din = w.shape
-    kraus = []
-    for x in range(din):
-        for y in range(dout):
-            if w[y, x] > 0:
-                k = np.zeros((dout, din), dtype=np.complex128)
-                k[y, x] = math.sqrt(w[y, x])
-                kraus.append(k)
-    return Channel(kraus)
 
 
 @dataclass(frozen=True)

@@ -36,12 +36,12 @@ from scipy.optimize import minimize_scalar
 
 from qprldp_core._validation import (
     DEFAULT_ATOL,
-    _check_real,
-    _fmt,
     check_density_matrix,
     check_epsilon,
     check_probability,
+    check_real,
     eigh_psd,
+    format_number,
     support_tol,
 )
 from qprldp_core.contraction import trace_distance_contraction_bound
@@ -128,9 +128,9 @@ def _down(x: float) -> int | float:
 
 
 def _check_open01(x, name: str) -> float:
-    x = _check_real(x, name)
+    x = check_real(x, name)
     if not 0.0 < x < 1.0:
-        raise ValueError(f"`{name}` must be in (0, 1). Found {_fmt(x)}.")
+        raise ValueError(f"`{name}` must be in (0, 1). Found {format_number(x)}.")
     return x
 
 
@@ -982,7 +982,7 @@ def minimal_copies_qspri(rho, sigma, *, epsilon, delta, max_copies=8, atol=DEFAU
 def _check_delta_lt1(delta) -> float:
     delta = check_probability(delta, "delta")
     if delta >= 1.0:
-        raise ValueError(f"`delta` must be in [0, 1). Found {_fmt(delta)}.")
+        raise ValueError(f"`delta` must be in [0, 1). Found {format_number(delta)}.")
     return delta
 
 
