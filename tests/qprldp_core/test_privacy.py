@@ -5,7 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from qprldp_core.certify import qldp_certificate, qprldp_certificate
+from qprldp_core.certify import is_qldp, is_qprldp, qldp_certificate, qprldp_certificate
 from qprldp_core.channels import (
     Channel,
     bit_flip,
@@ -15,8 +15,6 @@ from qprldp_core.channels import (
 )
 from qprldp_core.privacy import (
     SearchResult,
-    is_qldp,
-    is_qprldp,
     pure_qldp_epsilon,
     qldp_value,
     qprldp_value,
