@@ -17,7 +17,7 @@ from threadpoolctl import threadpool_limits
 
 from qprldp_core import properties as pr
 from qprldp_core.certify import qldp_certificate, qprldp_certificate
-from qprldp_core.channels import Channel, bit_flip, depolarizing
+from qprldp_core.channels import Channel, bit_flip, depolarizing, measure_prepare_channel
 from qprldp_core.divergences import hockey_stick_divergence, violation_probability
 from qprldp_core.privacy import worst_case_search
 from qprldp_core.random import random_channel as _random_channel
@@ -335,10 +335,10 @@ def test_post_processing_counterexample():
 def test_measure_prepare_channel_errors():
     with pytest.raises(ValueError, match=re.escape(
             "`transition` columns must sum to 1. Found column sums [1.0, 0.5].")):
-        pr.measure_prepare_channel([[1.0, 0.5], [0.0, 0.0]])
+        measure_prepare_channel([[1.0, 0.5], [0.0, 0.0]])
     with pytest.raises(ValueError, match=re.escape(
             "`transition` must be a 2-D matrix. Found shape (2,).")):
-        pr.measure_prepare_channel([0.5, 0.5])
+        measure_prepare_channel([0.5, 0.5])
 
 
 def test_witnesses_are_frozen():

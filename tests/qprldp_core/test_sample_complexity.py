@@ -14,9 +14,8 @@ from threadpoolctl import threadpool_limits
 
 from qprldp_core import sample_complexity as sc
 from qprldp_core.certify import qldp_certificate, qprldp_certificate
-from qprldp_core.channels import Channel, depolarizing
+from qprldp_core.channels import Channel, depolarizing, measure_prepare_channel
 from qprldp_core.divergences import fidelity, violation_probability
-from qprldp_core.properties import measure_prepare_channel
 from qprldp_core.random import random_channel as _random_channel
 from qprldp_core.random import random_density_matrix
 
