@@ -12,12 +12,17 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from threadpoolctl import threadpool_limits
 
+import qprldp_core.sample_complexity._tensor_powers
 from qprldp_core import sample_complexity as sc
 from qprldp_core.certify import qldp_certificate, qprldp_certificate
 from qprldp_core.channels import Channel, depolarizing, measure_prepare_channel
 from qprldp_core.divergences import fidelity, violation_probability
 from qprldp_core.random import random_channel as _random_channel
 from qprldp_core.random import random_density_matrix
+from qprldp_core.sample_complexity import qspri, symmetric
+
+# The private helpers under test, reached as module attributes.
+tp = qprldp_core.sample_complexity._tensor_powers
 
 
 @pytest.fixture(autouse=True)
@@ -86,17 +91,17 @@ def _le(a, b) -> bool:
 def test_schur_weyl_blocks_match_explicit_tensor_powers(seed, n, mu):
     rng = np.random.default_rng(seed)
     r, s = qubit_pair(rng)
-    x = sc._tensor_power(r, n) * mu - sc._tensor_power(s, n)
+    x = tp.tensor_power(r, n) * mu - tp.tensor_power(s, n)
     ev = np.sort(np.linalg.eigvalsh((x + x.conj().T) / 2))
-    blocks = sc._pair_blocks(r, s, n)
+    blocks = tp.pair_blocks(r, s, n)
     ev2 = np.sort(np.concatenate(
         [np.repeat(np.linalg.eigvalsh(mu * rb - sb), m) for m, rb, sb in blocks]))
     np.testing.assert_allclose(ev, ev2, atol=1e-10)
     if n >= 1:
-        xr = sc._tensor_power(r, n) - 1.3 * sc._tensor_power(s, n)
-        vex = violation_probability(sc._tensor_power(r, n), sc._tensor_power(s, n),
+        xr = tp.tensor_power(r, n) - 1.3 * tp.tensor_power(s, n)
+        vex = violation_probability(tp.tensor_power(r, n), tp.tensor_power(s, n),
                                     epsilon=math.log(1.3), atol=1e-8)
-        assert sc._block_violation(blocks, 1.3, 1e-8) == pytest.approx(vex, abs=1e-9)
+        assert qspri._block_violation(blocks, 1.3, 1e-8) == pytest.approx(vex, abs=1e-9)
         assert xr.shape == (2**n, 2**n)
 
 
@@ -116,7 +121,7 @@ def explicit_nstar(r, s, prior, alpha):
 def test_block_helstrom_matches_explicit(seed, prior, n):
     rng = np.random.default_rng(seed)
     r, s = qubit_pair(rng)
-    assert sc._helstrom_blocks(r, s, prior, n) == pytest.approx(
+    assert symmetric._helstrom_blocks(r, s, prior, n) == pytest.approx(
         sc.helstrom_error(r, s, prior=prior, copies=n), abs=1e-10)
 
 
