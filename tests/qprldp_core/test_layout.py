@@ -137,3 +137,28 @@ def test_no_module_is_too_long():
     """One concept per module: none is longer than 400 lines."""
     long = {n: len(p.read_text(encoding="utf-8").splitlines()) for n, p in MODULES.items()}
     assert {n: k for n, k in long.items() if k > 400} == {}
+
+
+def test_api_pages_document_each_public_name_once():
+    """``docs/api/qprldp_*.md``: every name of ``qprldp_core.__all__`` on exactly one module page.
+
+    A package directive with ``members: false`` shows the package's docstring only.
+    """
+    import collections
+    import importlib
+    import re
+
+    import qprldp_core
+
+    counts: collections.Counter = collections.Counter()
+    for page in sorted((ROOT / "docs" / "api").glob("qprldp_*.md")):
+        text = page.read_text(encoding="utf-8")
+        for m in re.finditer(r"^::: *([\w.]+)\n((?:[ \t]+.*\n)*)", text + "\n", re.M):
+            target, options = m.group(1), m.group(2)
+            if re.search(r"members: *false", options):
+                continue
+            if target in MODULES:
+                counts.update(importlib.import_module(target).__all__)
+            else:
+                counts[target.rpartition(".")[2]] += 1
+    assert {n: counts[n] for n in qprldp_core.__all__ if counts[n] != 1} == {}

@@ -1,3 +1,6 @@
+"""Tests for the qprldp_core.divergences package as a whole: every divergence on
+classical (commuting) and pure states, known values, no NaN, argument errors."""
+
 import math
 import re
 
@@ -6,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qprldp_core.channels import depolarizing
 from qprldp_core.divergences import (
     fidelity,
     hockey_stick_divergence,
@@ -16,7 +18,6 @@ from qprldp_core.divergences import (
     umegaki_relative_entropy,
     violation_probability,
 )
-from qprldp_core.random import random_channel as random_channel_
 from qprldp_core.random import random_density_matrix
 
 
@@ -38,7 +39,6 @@ def random_diag(seed: int, d: int, zeros: int = 0) -> np.ndarray:
     return p / p.sum()
 
 
-
 ALL = [
     lambda r, s: hockey_stick_divergence(r, s, gamma=1.7),
     lambda r, s: violation_probability(r, s, epsilon=0.4),
@@ -51,45 +51,8 @@ ALL = [
     lambda r, s: umegaki_relative_entropy(r, s),
 ]
 
+
 seeds = st.integers(0, 2**31 - 1)
-dims = st.integers(1, 4)
-
-
-@settings(derandomize=True, max_examples=200, deadline=None)
-@given(seed=seeds, d=dims, gamma=st.floats(1.0, 20.0))
-def test_hockey_stick_self_is_exactly_zero(seed, d, gamma):
-    rho = random_state(seed, d)
-    assert hockey_stick_divergence(rho, rho, gamma=gamma) == 0.0
-    assert violation_probability(rho, rho, epsilon=math.log(gamma)) == 0.0
-    assert trace_distance(rho, rho) == 0.0
-
-
-@settings(derandomize=True, max_examples=200, deadline=None)
-@given(seed=seeds, d=dims)
-def test_e1_is_trace_distance(seed, d):
-    rho, sigma = random_state(seed, d), random_state(seed + 1, d)
-    assert hockey_stick_divergence(rho, sigma, gamma=1.0) == pytest.approx(
-        trace_distance(rho, sigma), abs=1e-12
-    )
-
-
-@settings(derandomize=True, max_examples=200, deadline=None)
-@given(seed=seeds, d=st.integers(2, 4), gamma=st.floats(1.0, 10.0))
-def test_properties_random_states(seed, d, gamma):
-    rho, sigma = random_state(seed, d), random_state(seed + 7, d)
-    e = hockey_stick_divergence(rho, sigma, gamma=gamma)
-    v = violation_probability(rho, sigma, epsilon=math.log(gamma))
-    assert 0.0 <= e <= trace_distance(rho, sigma) + 1e-12
-    assert e <= v + 1e-12  # E_γ = Tr Π(ρ − γσ) ≤ Tr Πρ
-    # monotone in γ
-    assert hockey_stick_divergence(rho, sigma, gamma=gamma * 1.5) <= e + 1e-12
-    # data processing under a channel
-    ch = depolarizing(0.3, d)
-    assert hockey_stick_divergence(ch(rho), ch(sigma), gamma=gamma) <= e + 1e-12
-    # Fuchs-van de Graaf
-    f = fidelity(rho, sigma)
-    t = trace_distance(rho, sigma)
-    assert 1 - math.sqrt(f) <= t + 1e-9 and t <= math.sqrt(1 - f) + 1e-9
 
 
 @settings(derandomize=True, max_examples=200, deadline=None)
@@ -115,24 +78,6 @@ def test_commuting_states_are_classical(seed, d, zeros, eps):
         ren = math.log(np.sum(p[pos] ** a * q[pos] ** (1 - a))) / (a - 1)
         val = sandwiched_renyi_divergence(rho, sigma, alpha=a)
         assert val == pytest.approx(max(ren, 0), abs=1e-9)
-
-
-@settings(derandomize=True, max_examples=100, deadline=None)
-@given(seed=seeds, d=st.integers(2, 4))
-def test_renyi_alpha_to_one_is_umegaki(seed, d):
-    rho, sigma = random_state(seed, d), random_state(seed + 11, d, rank=d)
-    u = umegaki_relative_entropy(rho, sigma)
-    for a in (1 - 1e-6, 1 + 1e-6):
-        assert sandwiched_renyi_divergence(rho, sigma, alpha=a) == pytest.approx(u, abs=1e-4)
-    assert sandwiched_renyi_divergence(rho, sigma, alpha=1.0) == u
-    # monotone in α and bounded by D_max
-    vals = [sandwiched_renyi_divergence(rho, sigma, alpha=a) for a in (0.5, 0.9, 1.0, 1.5, 3.0)]
-    assert all(x <= y + 1e-9 for x, y in zip(vals, vals[1:], strict=False))
-    dmax = max_relative_entropy(rho, sigma)
-    assert vals[-1] <= dmax + 1e-9
-    assert sandwiched_renyi_divergence(rho, sigma, alpha=math.inf) == dmax
-    big = sandwiched_renyi_divergence(rho, sigma, alpha=2000.0)
-    assert big == pytest.approx(dmax, rel=1e-2, abs=1e-3)
 
 
 def test_pure_state_values():
@@ -211,37 +156,3 @@ def test_errors():
         hockey_stick_divergence(rho, np.array([[0.5, 0.3], [0.0, 0.5]]), gamma=1.0)
     with pytest.raises(TypeError, match=re.escape("`alpha` must be a real number. Found str.")):
         sandwiched_renyi_divergence(rho, rho, alpha="2")
-
-
-def _random_channel(seed: int, d: int, k: int = 3):
-    return random_channel_(d, num_kraus=k, seed=seed, atol=1e-9)
-
-
-def _check_channel_properties(seed, d, eps):
-    """Data processing of E_γ and TD, QPrLDP ≥ QLDP, unitary invariance (random channel)."""
-    ch = _random_channel(seed, d, k=1 + seed % 3)
-    rho, sigma = random_state(seed + 1, d), random_state(seed + 2, d)
-    g = math.exp(eps)
-    e_in = hockey_stick_divergence(rho, sigma, gamma=g)
-    a, b = ch(rho), ch(sigma)
-    e_out = hockey_stick_divergence(a, b, gamma=g)
-    assert e_out <= e_in + 1e-9
-    assert trace_distance(a, b) <= trace_distance(rho, sigma) + 1e-9
-    assert violation_probability(a, b, epsilon=eps) >= e_out - 1e-12
-    q, _ = np.linalg.qr(np.random.default_rng(seed).normal(size=(d, d)))
-    ua, ub = q @ a @ q.T, q @ b @ q.T
-    assert hockey_stick_divergence(ua, ub, gamma=g) == pytest.approx(e_out, abs=1e-9)
-    assert fidelity(a, b) >= fidelity(rho, sigma) - 1e-7
-
-
-@settings(derandomize=True, max_examples=150, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), d=st.integers(1, 4), eps=st.floats(0.0, 3.0))
-def test_channel_properties_fast(seed, d, eps):
-    _check_channel_properties(seed, d, eps)
-
-
-@pytest.mark.slow
-@settings(derandomize=True, max_examples=1000, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), d=st.integers(1, 4), eps=st.floats(0.0, 3.0))
-def test_channel_properties_1000(seed, d, eps):
-    _check_channel_properties(seed, d, eps)

@@ -1,19 +1,23 @@
+"""Tests for qprldp_core._validation: the shared validators, tolerances and eigendecomposition."""
+
 import re
 
 import numpy as np
 import pytest
 
-from qprldp_core._validation import (
-    DEFAULT_ATOL,
-    SUPPORT_TOL,
-    check_density_matrix,
-    check_epsilon,
-    check_gamma,
-    check_probability,
-    check_same_dimension,
-    eigh_psd,
-    support_tol,
-)
+import qprldp_core._validation
+from qprldp_core import DEFAULT_ATOL
+
+# The private module under test, reached as an attribute (its validators are not public API).
+_v = qprldp_core._validation
+SUPPORT_TOL = _v.SUPPORT_TOL
+check_density_matrix = _v.check_density_matrix
+check_epsilon = _v.check_epsilon
+check_gamma = _v.check_gamma
+check_probability = _v.check_probability
+check_same_dimension = _v.check_same_dimension
+eigh_psd = _v.eigh_psd
+support_tol = _v.support_tol
 
 
 def test_default_atol():
