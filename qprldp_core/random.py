@@ -23,7 +23,9 @@ def _check_dim(d, name):
     return int(d)
 
 
-def random_density_matrix(d: int, *, rank: int | None = None, seed=None) -> np.ndarray:
+def random_density_matrix(
+    d: int, *, rank: int | None = None, seed: int | np.random.Generator | None = None
+) -> np.ndarray:
     r"""Random density matrix :math:`GG^\dagger/\mathrm{tr}(GG^\dagger)` with :math:`G` a
     :math:`d \times r` complex Ginibre matrix (induced measure).
 
@@ -57,7 +59,7 @@ def random_density_matrix(d: int, *, rank: int | None = None, seed=None) -> np.n
     return rho / np.trace(rho).real
 
 
-def random_unitary(d: int, *, seed=None) -> np.ndarray:
+def random_unitary(d: int, *, seed: int | np.random.Generator | None = None) -> np.ndarray:
     r"""Haar-random unitary (QR of a Ginibre matrix with the phases of R's diagonal removed).
 
     Args:
@@ -85,8 +87,14 @@ def random_unitary(d: int, *, seed=None) -> np.ndarray:
     return q * (np.diag(r) / np.abs(np.diag(r)))
 
 
-def random_channel(din: int, dout: int | None = None, *, num_kraus: int | None = None,
-                   seed=None, atol: float = DEFAULT_ATOL) -> Channel:
+def random_channel(
+    din: int,
+    dout: int | None = None,
+    *,
+    num_kraus: int | None = None,
+    seed: int | np.random.Generator | None = None,
+    atol: float = DEFAULT_ATOL,
+) -> Channel:
     r"""Random channel from a random Stinespring isometry :math:`V: \mathbb C^{d_{in}} \to
     \mathbb C^{d_{out}} \otimes \mathbb C^{k}` (QR of a Ginibre matrix).
 

@@ -20,7 +20,10 @@ rounded toward more privacy loss (δ up, ε up).
 
 from __future__ import annotations
 
+import numpy as np
+
 from .._validation import DEFAULT_ATOL, check_epsilon
+from ..channels import Channel
 from ..channels._checks import check_channel
 from ._dispatch import certificate_for
 from .statement import Certificate
@@ -29,11 +32,11 @@ __all__ = ["qldp_certificate", "qprldp_certificate"]
 
 
 def qldp_certificate(
-    channel,
+    channel: Channel,
     *,
     epsilon: float,
     restarts: int = 8,
-    seed=0,
+    seed: int | np.random.Generator | None = 0,
     max_iter: int = 100,
     atol: float = DEFAULT_ATOL,
 ) -> Certificate:
@@ -81,11 +84,11 @@ def qldp_certificate(
 
 
 def qprldp_certificate(
-    channel,
+    channel: Channel,
     *,
     epsilon: float,
     restarts: int = 8,
-    seed=0,
+    seed: int | np.random.Generator | None = 0,
     max_iter: int = 100,
     atol: float = DEFAULT_ATOL,
 ) -> Certificate:

@@ -6,7 +6,10 @@ raise :class:`NotImplementedError` rather than claim privacy they cannot prove.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .._validation import DEFAULT_ATOL, check_epsilon, check_probability
+from ..channels import Channel
 from ..channels._checks import check_channel
 from .certificates import qldp_certificate, qprldp_certificate
 
@@ -35,12 +38,12 @@ def _decide(channel, epsilon, delta, notion, restarts, seed, max_iter, atol) -> 
 
 
 def is_qldp(
-    channel,
+    channel: Channel,
     *,
     epsilon: float,
     delta: float,
     restarts: int = 8,
-    seed=0,
+    seed: int | np.random.Generator | None = 0,
     max_iter: int = 100,
     atol: float = DEFAULT_ATOL,
 ) -> bool:
@@ -78,12 +81,12 @@ def is_qldp(
 
 
 def is_qprldp(
-    channel,
+    channel: Channel,
     *,
     epsilon: float,
     delta: float,
     restarts: int = 8,
-    seed=0,
+    seed: int | np.random.Generator | None = 0,
     max_iter: int = 100,
     atol: float = DEFAULT_ATOL,
 ) -> bool:

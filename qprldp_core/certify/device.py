@@ -49,7 +49,7 @@ class DeviceCertificate:
     final_noise_p: dict = field(default_factory=dict)
     product_certificates: tuple[Certificate, ...] = ()
     variance_floor: float = 0.0
-    measurement_floors: tuple[tuple[str, float], ...] = ()
+    measurement_floors: tuple[tuple[str, float | None], ...] = ()
     epsilon: float = 0.0
     delta: float | None = None
     epsilon_for_delta: tuple[tuple[float, float, float], ...] = ()
@@ -147,7 +147,7 @@ def _noise_model_qs(nm, qml) -> list[float]:
 
 
 def certify_device(
-    obj,
+    obj: object,
     *,
     epsilon: float,
     delta: float | None = None,
@@ -220,7 +220,7 @@ def certify_device(
         delta = check_probability(delta, "delta")
     kwargs = dict(kwargs or {})
     factors: dict = {}
-    floors: list[tuple[str, float]] = []
+    floors: list[tuple[str, float | None]] = []
     if isinstance(obj, qml.NoiseModel):
         source = "NoiseModel"
         qs = _noise_model_qs(obj, qml)

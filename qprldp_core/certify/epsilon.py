@@ -3,10 +3,12 @@ r"""The smallest ε (nats) for which a channel is certified (ε, δ)-QLDP or -QP
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 
 from .._validation import DEFAULT_ATOL, check_probability
+from ..channels import Channel
 from ..channels._checks import check_channel
 from ._depolarizing import TIE_RTOL, p_eff_qubit
 from ._dispatch import certificate_for
@@ -21,9 +23,12 @@ def _certified_upper(channel, eps: float, notion: str) -> float | None:
     return cert.delta if cert.side in ("exact", "upper_bound") else None
 
 
-def _le(value: float, delta: float) -> bool:
-    """value ≤ delta up to a relative TIE_RTOL (so a δ* computed 1 ulp above δ still counts)."""
-    return value <= delta * (1.0 + TIE_RTOL)
+def _le(value: float | None, delta: float) -> bool:
+    """value ≤ delta up to a relative TIE_RTOL (so a δ* computed 1 ulp above δ still counts).
+
+    ``value`` is a certified upper bound: never None for the channels that reach the callers.
+    """
+    return cast(float, value) <= delta * (1.0 + TIE_RTOL)
 
 
 def _recheck_up(channel, eps: float, delta: float, notion: str) -> float:
@@ -83,7 +88,7 @@ def _smallest_epsilon(channel, delta: float, notion: str) -> float:
     )
 
 
-def qldp_epsilon(channel, *, delta: float) -> float:
+def qldp_epsilon(channel: Channel, *, delta: float) -> float:
     r"""Smallest ε (nats) for which ``channel`` is certified (ε, δ)-QLDP.
 
     Global depolarizing inverts the closed form,
@@ -115,7 +120,7 @@ def qldp_epsilon(channel, *, delta: float) -> float:
     return _smallest_epsilon(channel, delta, "QLDP")
 
 
-def qprldp_epsilon(channel, *, delta: float) -> float:
+def qprldp_epsilon(channel: Channel, *, delta: float) -> float:
     r"""Smallest ε (nats) for which ``channel`` is certified (ε, δ)-QPrLDP.
 
     Global depolarizing (derived here): the QPrLDP δ* is a step function; with

@@ -13,7 +13,9 @@ from ._local_depolarizing import local_bounds
 __all__ = ["local_depolarizing_bounds"]
 
 
-def local_depolarizing_bounds(p: float, n: int, *, epsilon: float, notion: str = "QLDP"):
+def local_depolarizing_bounds(
+    p: float, n: int, *, epsilon: float, notion: str = "QLDP"
+) -> tuple[float, float]:
     r"""Proven lower and upper bounds on δ*(ε) of :math:`\mathcal D_p^{\otimes n}`.
 
     Cost :math:`O(n^2)` arithmetic on length-n vectors (never a :math:`2^n` matrix).

@@ -2,10 +2,12 @@ r"""The :class:`Channel` class (a CPTP map from Kraus operators) and its adjoint
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
+from typing import Any, cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import DEFAULT_ATOL, as_matrix, check_atol, format_number
 from ._apply import local_depolarizing_apply
@@ -24,7 +26,7 @@ class HeisenbergMap:
         kraus: the Kraus operators :math:`K_k` of the Schrödinger-picture channel.
     """
 
-    def __init__(self, kraus: tuple[np.ndarray, ...]):
+    def __init__(self, kraus: tuple[np.ndarray, ...]) -> None:
         self._kraus = tuple(kraus)
 
     @property
@@ -42,7 +44,7 @@ class HeisenbergMap:
         """Dimension of the observables it returns (the channel's input dimension)."""
         return int(self._kraus[0].shape[1])
 
-    def __call__(self, x) -> np.ndarray:
+    def __call__(self, x: ArrayLike) -> np.ndarray:
         x = np.asarray(x, dtype=np.complex128)
         if x.shape != (self.input_dim, self.input_dim):
             raise ValueError(
@@ -81,10 +83,18 @@ class Channel:
     """
 
     __slots__ = ("_kraus", "_din", "_dout", "_description", "_kind", "_params", "_lazy")
+    # Types of the slots (set once in __init__ through object.__setattr__).
+    _kraus: tuple[np.ndarray, ...] | None
+    _din: int
+    _dout: int
+    _description: str
+    _kind: str
+    _params: Mapping[str, Any]
+    _lazy: Callable[[], tuple[np.ndarray, ...]] | None
 
     def __init__(
         self,
-        kraus,
+        kraus: Sequence[ArrayLike] | np.ndarray | None,
         *,
         atol: float = DEFAULT_ATOL,
         description: str | None = None,
@@ -92,14 +102,14 @@ class Channel:
         _params: dict | None = None,
         _lazy: Callable[[], tuple[np.ndarray, ...]] | None = None,
         _dims: tuple[int, int] | None = None,
-    ):
+    ) -> None:
         atol = check_atol(atol)
         object.__setattr__(self, "_lazy", None)
         if _lazy is not None:
             # Kraus operators built only when asked for (local depolarizing on many qubits).
             object.__setattr__(self, "_kraus", None)
             object.__setattr__(self, "_lazy", _lazy)
-            din, dout = _dims
+            din, dout = cast(tuple[int, int], _dims)
         else:
             ops = self._check_kraus(kraus, atol)
             object.__setattr__(self, "_kraus", ops)
@@ -152,7 +162,7 @@ class Channel:
             a.setflags(write=False)
         return tuple(ops)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Channel is immutable.")
 
     # -- metadata ---------------------------------------------------------------------------
@@ -160,9 +170,10 @@ class Channel:
     def kraus(self) -> tuple[np.ndarray, ...]:
         """Kraus operators, a tuple of read-only arrays of shape (d_out, d_in)."""
         if self._kraus is None:
-            ops = self._check_kraus(list(self._lazy()), 1e-6)
+            build = cast(Callable[[], tuple[np.ndarray, ...]], self._lazy)
+            ops = self._check_kraus(list(build()), 1e-6)
             object.__setattr__(self, "_kraus", ops)
-        return self._kraus
+        return cast(tuple[np.ndarray, ...], self._kraus)
 
     @property
     def input_dim(self) -> int:
@@ -185,7 +196,7 @@ class Channel:
         return self._kind
 
     @property
-    def params(self):
+    def params(self) -> Mapping[str, Any]:
         """Read-only mapping of the constructor's parameters (e.g. ``{"p": 0.3, "d": 2}``)."""
         return self._params
 
@@ -210,7 +221,7 @@ class Channel:
         return f"Channel({self._description})"
 
     # -- action -----------------------------------------------------------------------------
-    def apply(self, rho) -> np.ndarray:
+    def apply(self, rho: ArrayLike) -> np.ndarray:
         r"""Apply the channel: :math:`\sum_k K_k \rho K_k^\dagger`.
 
         Args:
@@ -235,7 +246,7 @@ class Channel:
         out = sum(k @ r @ k.conj().T for k in self.kraus)
         return (out + out.conj().T) / 2 if np.allclose(r, r.conj().T) else out
 
-    def __call__(self, rho) -> np.ndarray:
+    def __call__(self, rho: ArrayLike) -> np.ndarray:
         """Alias of :meth:`apply`."""
         return self.apply(rho)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import DEFAULT_ATOL, as_matrix, check_probability, format_number
 from ._checks import check_depolarizing_p, check_dimension
@@ -156,7 +157,7 @@ def bit_flip(p: float, *, atol: float = DEFAULT_ATOL) -> Channel:
     )
 
 
-def unitary(U, *, atol: float = DEFAULT_ATOL) -> Channel:
+def unitary(U: ArrayLike, *, atol: float = DEFAULT_ATOL) -> Channel:
     r"""Unitary channel :math:`\rho \mapsto U\rho U^\dagger`.
 
     Args:
@@ -185,7 +186,7 @@ def unitary(U, *, atol: float = DEFAULT_ATOL) -> Channel:
     )
 
 
-def measure_prepare_channel(transition) -> Channel:
+def measure_prepare_channel(transition: ArrayLike) -> Channel:
     r"""Classical channel embedded as a quantum measure-and-prepare channel.
 
     .. math::

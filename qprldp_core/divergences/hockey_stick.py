@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import DEFAULT_ATOL, check_epsilon, check_gamma
 from ._spectral import checked_pair, clip01, spectra
@@ -16,7 +17,9 @@ from ._spectral import checked_pair, clip01, spectra
 __all__ = ["hockey_stick_divergence", "violation_probability", "trace_distance", "fidelity"]
 
 
-def hockey_stick_divergence(rho, sigma, *, gamma: float, atol: float = DEFAULT_ATOL) -> float:
+def hockey_stick_divergence(
+    rho: ArrayLike, sigma: ArrayLike, *, gamma: float, atol: float = DEFAULT_ATOL
+) -> float:
     r"""Hockey-stick divergence :math:`E_\gamma(\rho\|\sigma) = \mathrm{Tr}(\rho - \gamma\sigma)_+`.
 
     .. math::
@@ -57,7 +60,7 @@ def hockey_stick_divergence(rho, sigma, *, gamma: float, atol: float = DEFAULT_A
 
 
 def violation_probability(
-    rho, sigma, *, epsilon: float, atol: float = DEFAULT_ATOL
+    rho: ArrayLike, sigma: ArrayLike, *, epsilon: float, atol: float = DEFAULT_ATOL
 ) -> float:
     r"""Probability of the spectral privacy-violation event (QPrLDP quantity of a pair).
 
@@ -111,7 +114,7 @@ def violation_probability(
     return clip01(val)
 
 
-def trace_distance(rho, sigma, *, atol: float = DEFAULT_ATOL) -> float:
+def trace_distance(rho: ArrayLike, sigma: ArrayLike, *, atol: float = DEFAULT_ATOL) -> float:
     r"""Trace distance :math:`T(\rho, \sigma) = \tfrac12 \|\rho - \sigma\|_1`.
 
     Equal to :math:`E_1(\rho\|\sigma)`.
@@ -140,7 +143,7 @@ def trace_distance(rho, sigma, *, atol: float = DEFAULT_ATOL) -> float:
     return clip01(0.5 * float(np.sum(np.abs(w))))
 
 
-def fidelity(rho, sigma, *, atol: float = DEFAULT_ATOL) -> float:
+def fidelity(rho: ArrayLike, sigma: ArrayLike, *, atol: float = DEFAULT_ATOL) -> float:
     r"""Squared Uhlmann fidelity :math:`F(\rho,\sigma) = (\mathrm{Tr}|\sqrt\rho\sqrt\sigma|)^2`.
 
     This is the *squared* convention (:math:`F = |\langle\psi|\phi\rangle|^2` for pure states),

@@ -10,6 +10,7 @@ import math
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import DEFAULT_ATOL, support_tol
 from ._spectral import (
@@ -23,7 +24,9 @@ from ._spectral import (
 __all__ = ["umegaki_relative_entropy", "max_relative_entropy", "sandwiched_renyi_divergence"]
 
 
-def umegaki_relative_entropy(rho, sigma, *, atol: float = DEFAULT_ATOL) -> float:
+def umegaki_relative_entropy(
+    rho: ArrayLike, sigma: ArrayLike, *, atol: float = DEFAULT_ATOL
+) -> float:
     r"""Umegaki relative entropy :math:`D(\rho\|\sigma) = \mathrm{Tr}\,\rho(\ln\rho - \ln\sigma)`.
 
     Computed as :math:`\sum_i w_i\ln w_i - \sum_j \langle s_j|\rho|s_j\rangle \ln\lambda_j` over
@@ -69,7 +72,7 @@ def umegaki_relative_entropy(rho, sigma, *, atol: float = DEFAULT_ATOL) -> float
     return max(0.0, neg_entropy - cross)
 
 
-def max_relative_entropy(rho, sigma, *, atol: float = DEFAULT_ATOL) -> float:
+def max_relative_entropy(rho: ArrayLike, sigma: ArrayLike, *, atol: float = DEFAULT_ATOL) -> float:
     r"""Max-relative entropy :math:`D_{\max}(\rho\|\sigma)=\ln\min\{\lambda:\rho\le\lambda\sigma\}`.
 
     Computed as :math:`\ln \lambda_{\max}(\sigma^{-1/2}\rho\,\sigma^{-1/2}) = 2\ln s_{\max}
@@ -126,7 +129,7 @@ def _check_alpha(alpha) -> float:
 
 
 def sandwiched_renyi_divergence(
-    rho, sigma, *, alpha: float, atol: float = DEFAULT_ATOL
+    rho: ArrayLike, sigma: ArrayLike, *, alpha: float, atol: float = DEFAULT_ATOL
 ) -> float:
     r"""Sandwiched Rényi divergence :math:`\tilde D_\alpha(\rho\|\sigma)` in nats.
 

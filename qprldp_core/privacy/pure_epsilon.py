@@ -3,11 +3,13 @@ r"""Pure QLDP: the smallest ε for which a channel is (ε, 0)-QLDP, :math:`\sup 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from .._numerics import as_generator
 from .._validation import DEFAULT_ATOL, support_tol
+from ..channels import Channel
 from ..channels._checks import check_channel
 from ..divergences import max_relative_entropy
 from ._fast import fast_adjoint, fast_apply, pure_state, random_pure_state
@@ -24,13 +26,13 @@ def _dep_ratio(p: float, d: int) -> float:
 
 
 def pure_qldp_epsilon(
-    channel,
+    channel: Channel,
     *,
     restarts: int = 8,
-    seed=0,
+    seed: int | np.random.Generator | None = 0,
     max_iter: int = 100,
     atol: float = DEFAULT_ATOL,
-):
+) -> float | SearchResult:
     r"""Smallest ε such that ``channel`` is (ε, 0)-QLDP (nats).
 
     .. math::
@@ -85,7 +87,7 @@ def pure_qldp_epsilon(
 def _pure_search(channel, restarts, seed, max_iter, atol) -> SearchResult:
     d = channel.input_dim
     rng = as_generator(seed)
-    best = (-1.0, None, None)
+    best: tuple[float, Any, Any] = (-1.0, None, None)
     for r in range(restarts):
         if r == 0:
             rho, sigma = np.zeros((d, d), complex), np.zeros((d, d), complex)

@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from .._numerics import as_generator
 from .._validation import DEFAULT_ATOL, check_epsilon
+from ..channels import Channel
 from ..channels._checks import check_channel
 from ._fast import fast_adjoint, fast_apply, pure_state, random_pure_state
 from .values import qldp_value, qprldp_value
@@ -110,12 +112,12 @@ def _qprldp_refine(channel, rho, sigma, gamma, max_iter, atol):
 
 
 def worst_case_search(
-    channel,
+    channel: Channel,
     *,
     epsilon: float,
     notion: str = "qldp",
     restarts: int = 8,
-    seed=0,
+    seed: int | np.random.Generator | None = 0,
     max_iter: int = 100,
     atol: float = DEFAULT_ATOL,
 ) -> SearchResult:
@@ -165,7 +167,7 @@ def worst_case_search(
         return SearchResult(0.0, rho, rho.copy(), notion, epsilon)
     gamma = math.exp(epsilon)
     rng = as_generator(seed)
-    best = (-1.0, None, None)
+    best: tuple[float, Any, Any] = (-1.0, None, None)
     for r in range(restarts):
         if r == 0:
             rho0, sigma0 = np.zeros((d, d), complex), np.zeros((d, d), complex)

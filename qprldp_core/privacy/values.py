@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from numpy.typing import ArrayLike
+
 from .._validation import DEFAULT_ATOL, check_density_matrix, check_epsilon
 from ..channels import Channel
 from ..channels._checks import check_channel
@@ -24,7 +26,14 @@ def _inputs(channel: Channel, rho, sigma, atol):
     return r, s
 
 
-def qldp_value(channel, rho, sigma, *, epsilon: float, atol: float = DEFAULT_ATOL) -> float:
+def qldp_value(
+    channel: Channel,
+    rho: ArrayLike,
+    sigma: ArrayLike,
+    *,
+    epsilon: float,
+    atol: float = DEFAULT_ATOL,
+) -> float:
     r"""QLDP quantity of a pair: :math:`E_{e^\varepsilon}(\mathcal A(\rho)\|\mathcal A(\sigma))`.
 
     Args:
@@ -57,7 +66,14 @@ def qldp_value(channel, rho, sigma, *, epsilon: float, atol: float = DEFAULT_ATO
     )
 
 
-def qprldp_value(channel, rho, sigma, *, epsilon: float, atol: float = DEFAULT_ATOL) -> float:
+def qprldp_value(
+    channel: Channel,
+    rho: ArrayLike,
+    sigma: ArrayLike,
+    *,
+    epsilon: float,
+    atol: float = DEFAULT_ATOL,
+) -> float:
     r"""QPrLDP quantity of a pair (violation probability of the outputs).
 
     .. math::

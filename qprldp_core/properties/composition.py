@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._numerics import round_up
 from .._validation import DEFAULT_ATOL, check_epsilon, format_number
@@ -17,7 +18,9 @@ from .implications import qldp_to_qprldp_delta
 __all__ = ["CompositionWitness", "tensor_qldp_delta", "tensor_qprldp_delta", "tensor_composition"]
 
 
-def tensor_qldp_delta(*, epsilon1, delta1, epsilon2, delta2) -> tuple[float, float]:
+def tensor_qldp_delta(
+    *, epsilon1: float, delta1: float, epsilon2: float, delta2: float
+) -> tuple[float, float]:
     r"""QLDP parameters of :math:`\mathcal A\otimes\mathcal B` on product inputs.
 
     If :math:`\mathcal A` is :math:`(\varepsilon_1,\delta_1)`-QLDP and :math:`\mathcal B` is
@@ -64,7 +67,9 @@ def tensor_qldp_delta(*, epsilon1, delta1, epsilon2, delta2) -> tuple[float, flo
     return e1 + e2, min(1.0, delta)
 
 
-def tensor_qprldp_delta(*, epsilon1, delta1, epsilon2, delta2, epsilon_prime) -> float:
+def tensor_qprldp_delta(
+    *, epsilon1: float, delta1: float, epsilon2: float, delta2: float, epsilon_prime: float
+) -> float:
     r"""QPrLDP :math:`\delta'` of :math:`\mathcal A\otimes\mathcal B` on product inputs at
     :math:`\varepsilon' > \varepsilon_1 + \varepsilon_2`.
 
@@ -141,15 +146,15 @@ class CompositionWitness:
 def tensor_composition(
     channel_a: Channel,
     channel_b: Channel,
-    rho1,
-    sigma1,
-    rho2,
-    sigma2,
+    rho1: ArrayLike,
+    sigma1: ArrayLike,
+    rho2: ArrayLike,
+    sigma2: ArrayLike,
     *,
-    epsilon1,
-    epsilon2,
-    epsilon_prime=None,
-    atol=DEFAULT_ATOL,
+    epsilon1: float,
+    epsilon2: float,
+    epsilon_prime: float | None = None,
+    atol: float = DEFAULT_ATOL,
 ) -> CompositionWitness:
     r"""Evaluate the tensor-product composition bounds on one product input pair.
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from numpy.typing import ArrayLike
+
 from .._numerics import round_up
 from .._validation import DEFAULT_ATOL, check_epsilon, format_number
 from ..channels import Channel
@@ -45,7 +47,14 @@ class ImplicationWitness:
     holds: bool
 
 
-def qprldp_implies_qldp(channel: Channel, rho, sigma, *, epsilon, atol=DEFAULT_ATOL):
+def qprldp_implies_qldp(
+    channel: Channel,
+    rho: ArrayLike,
+    sigma: ArrayLike,
+    *,
+    epsilon: float,
+    atol: float = DEFAULT_ATOL,
+) -> ImplicationWitness:
     r"""Check QPrLDP :math:`\Rightarrow` QLDP (same :math:`(\varepsilon,\delta)`) on one input pair.
 
     With :math:`\Pi = \Pi\{\rho' - \gamma\sigma' > 0\}`,
@@ -89,7 +98,7 @@ def qprldp_implies_qldp(channel: Channel, rho, sigma, *, epsilon, atol=DEFAULT_A
     return ImplicationWitness(float(epsilon), float(e), float(v), bool(e <= v + slack))
 
 
-def qldp_to_qprldp_delta(*, epsilon, delta, epsilon_prime) -> float:
+def qldp_to_qprldp_delta(*, epsilon: float, delta: float, epsilon_prime: float) -> float:
     r"""QPrLDP parameter implied by QLDP: :math:`(\varepsilon,\delta)`-QLDP :math:`\Rightarrow`
     :math:`(\varepsilon', \delta')`-QPrLDP.
 
@@ -157,7 +166,15 @@ class ConverseWitness:
     holds: bool
 
 
-def qldp_implies_qprldp(channel: Channel, rho, sigma, *, epsilon, epsilon_prime, atol=DEFAULT_ATOL):
+def qldp_implies_qprldp(
+    channel: Channel,
+    rho: ArrayLike,
+    sigma: ArrayLike,
+    *,
+    epsilon: float,
+    epsilon_prime: float,
+    atol: float = DEFAULT_ATOL,
+) -> ConverseWitness:
     r"""Check the converse with a change of parameters on one input pair.
 
     .. math::

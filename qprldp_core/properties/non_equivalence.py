@@ -39,7 +39,9 @@ class NonEquivalenceWitness:
     violation_probability: float
 
 
-def non_equivalence_witness(*, p=0.5, d=2, epsilon=0.5) -> NonEquivalenceWitness:
+def non_equivalence_witness(
+    *, p: float = 0.5, d: int = 2, epsilon: float = 0.5
+) -> NonEquivalenceWitness:
     r"""Show that QLDP and QPrLDP are not equivalent at the same :math:`(\varepsilon, \delta)`.
 
     For :math:`D_p` on dimension :math:`d` with :math:`\varepsilon < \varepsilon_0`, the exact QLDP

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import DEFAULT_ATOL, check_epsilon, format_number
 from ..channels import Channel
@@ -31,7 +32,15 @@ class UnitaryInvarianceWitness:
     violation_probability_rotated: float
 
 
-def unitary_invariance(channel: Channel, unitary, rho, sigma, *, epsilon, atol=DEFAULT_ATOL):
+def unitary_invariance(
+    channel: Channel,
+    unitary: ArrayLike,
+    rho: ArrayLike,
+    sigma: ArrayLike,
+    *,
+    epsilon: float,
+    atol: float = DEFAULT_ATOL,
+) -> UnitaryInvarianceWitness:
     r"""Compare a pair's QLDP and QPrLDP quantities under :math:`\mathcal A` and
     :math:`\mathcal U\circ\mathcal A`, :math:`\mathcal U(X) = UXU^\dagger`.
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.optimize import minimize_scalar
 
 from .._validation import DEFAULT_ATOL, check_epsilon, check_probability
@@ -49,7 +50,9 @@ def _beta_dual(blocks, alpha: float) -> float:
     return float(min(1.0, max(cands)))
 
 
-def optimal_type_ii_error(rho, sigma, *, alpha, copies=1, atol=DEFAULT_ATOL) -> float:
+def optimal_type_ii_error(
+    rho: ArrayLike, sigma: ArrayLike, *, alpha: float, copies: int = 1, atol: float = DEFAULT_ATOL
+) -> float:
     r"""Least type-II error :math:`\beta^*_n(\alpha)` of a test with type-I error :math:`\le\alpha`.
 
     .. math::
@@ -85,7 +88,15 @@ def optimal_type_ii_error(rho, sigma, *, alpha, copies=1, atol=DEFAULT_ATOL) -> 
     return _beta_dual(pair_blocks(r, s, n), alpha)
 
 
-def minimal_copies_asymmetric(rho, sigma, *, alpha, beta, max_copies=8, atol=DEFAULT_ATOL):
+def minimal_copies_asymmetric(
+    rho: ArrayLike,
+    sigma: ArrayLike,
+    *,
+    alpha: float,
+    beta: float,
+    max_copies: int = 8,
+    atol: float = DEFAULT_ATOL,
+) -> int | None:
     r"""Brute-force :math:`n^* = \min\{n : \beta^*_n(\alpha) \le \beta\}`.
 
     Args:
@@ -116,7 +127,9 @@ def minimal_copies_asymmetric(rho, sigma, *, alpha, beta, max_copies=8, atol=DEF
     return None
 
 
-def asymmetric_copy_bounds(rho, sigma, *, alpha, beta, atol=DEFAULT_ATOL) -> CopyBounds:
+def asymmetric_copy_bounds(
+    rho: ArrayLike, sigma: ArrayLike, *, alpha: float, beta: float, atol: float = DEFAULT_ATOL
+) -> CopyBounds:
     r"""Bounds on :math:`n^* = \min\{n : \beta^*_n(\alpha) \le \beta\}` (Stein-type setting).
 
     * Lower (converses, derived here, ``docs/qprldp.md`` §6.3):
@@ -160,7 +173,7 @@ def asymmetric_copy_bounds(rho, sigma, *, alpha, beta, atol=DEFAULT_ATOL) -> Cop
     beta = check_open01(beta, "beta")
     if beta >= 1 - alpha:
         return CopyBounds(0, 0, "asymmetric", "beta >= 1 - alpha", "beta >= 1 - alpha")
-    lower = 0
+    lower: int | float = 0
     d_rel = float(umegaki_relative_entropy(r, s, atol=atol))
     if d_rel == 0.0:
         lower = math.inf
@@ -189,7 +202,9 @@ def asymmetric_copy_bounds(rho, sigma, *, alpha, beta, atol=DEFAULT_ATOL) -> Cop
                       "Audenaert-Hoeffding achievability")
 
 
-def private_asymmetric_lower_bound(*, epsilon, delta, alpha, beta, notion="qldp") -> int | float:
+def private_asymmetric_lower_bound(
+    *, epsilon: float, delta: float, alpha: float, beta: float, notion: str = "qldp"
+) -> int | float:
     r"""Copies needed for type-I :math:`\le\alpha`, type-II :math:`\le\beta` after *any*
     :math:`(\varepsilon,\delta)`-private channel, for *any* inputs.
 

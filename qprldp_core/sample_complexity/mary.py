@@ -3,9 +3,11 @@ r"""m-ary symmetric testing: the pretty-good measurement and bounds on the copie
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from itertools import combinations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import DEFAULT_ATOL, check_density_matrix, eigh_psd, support_tol
 from ..contraction import trace_distance_contraction_bound
@@ -49,7 +51,13 @@ def _check_states_priors(states, priors, atol):
     return sts, pri
 
 
-def pretty_good_measurement_error(states, *, priors=None, copies=1, atol=DEFAULT_ATOL) -> float:
+def pretty_good_measurement_error(
+    states: Sequence[ArrayLike],
+    *,
+    priors: ArrayLike | None = None,
+    copies: int = 1,
+    atol: float = DEFAULT_ATOL,
+) -> float:
     r"""Error of the pretty-good measurement on :math:`\{\pi_i, \rho_i^{\otimes n}\}`.
 
     .. math::
@@ -94,7 +102,13 @@ def pretty_good_measurement_error(states, *, priors=None, copies=1, atol=DEFAULT
     return float(min(1.0, max(0.0, 1.0 - succ)))
 
 
-def mary_copy_bounds(states, *, priors=None, alpha, atol=DEFAULT_ATOL) -> CopyBounds:
+def mary_copy_bounds(
+    states: Sequence[ArrayLike],
+    *,
+    priors: ArrayLike | None = None,
+    alpha: float,
+    atol: float = DEFAULT_ATOL,
+) -> CopyBounds:
     r"""Bounds on :math:`n^*` for m-ary symmetric testing with optimal error :math:`\le\alpha`.
 
     * Lower (pairwise reduction, derived here, ``docs/qprldp.md`` §6.5): any m-outcome POVM
@@ -131,7 +145,7 @@ def mary_copy_bounds(states, *, priors=None, alpha, atol=DEFAULT_ATOL) -> CopyBo
     alpha = check_open01(alpha, "alpha")
     if alpha >= 1 - float(np.max(pri)):
         return CopyBounds(0, 0, "mary", "alpha >= 1 - max prior", "alpha >= 1 - max prior")
-    lower = 0
+    lower: int | float = 0
     coef, rfs = [], []
     for i, j in combinations(range(len(sts)), 2):
         pij = pri[i] + pri[j]
@@ -174,7 +188,14 @@ def _bk_upper(coef: np.ndarray, rfs: np.ndarray, alpha: float) -> int | float:
 
 
 def private_mary_lower_bound(
-    states, *, priors=None, alpha, epsilon, delta, notion="qldp", atol=DEFAULT_ATOL
+    states: Sequence[ArrayLike],
+    *,
+    priors: ArrayLike | None = None,
+    alpha: float,
+    epsilon: float,
+    delta: float,
+    notion: str = "qldp",
+    atol: float = DEFAULT_ATOL,
 ) -> int | float:
     r"""Copies needed for m-ary testing of :math:`\{\mathcal A(\rho_i)\}` for *every*
     :math:`(\varepsilon,\delta)`-private :math:`\mathcal A`.
@@ -206,7 +227,7 @@ def private_mary_lower_bound(
     sts, pri = _check_states_priors(states, priors, atol)
     alpha = check_open01(alpha, "alpha")
     eta = trace_distance_contraction_bound(epsilon=epsilon, delta=delta, notion=notion)
-    lower = 0
+    lower: int | float = 0
     for i, j in combinations(range(len(sts)), 2):
         pij = pri[i] + pri[j]
         a_ij = alpha / pij

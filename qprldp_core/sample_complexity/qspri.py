@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import DEFAULT_ATOL, check_epsilon, check_probability, format_number
 from ..divergences import sandwiched_renyi_divergence, violation_probability
@@ -29,7 +30,15 @@ def _block_violation(blocks, gamma: float, atol: float) -> float:
     return min(1.0, max(0.0, tot))
 
 
-def minimal_copies_qspri(rho, sigma, *, epsilon, delta, max_copies=8, atol=DEFAULT_ATOL):
+def minimal_copies_qspri(
+    rho: ArrayLike,
+    sigma: ArrayLike,
+    *,
+    epsilon: float,
+    delta: float,
+    max_copies: int = 8,
+    atol: float = DEFAULT_ATOL,
+) -> int | None:
     r"""Brute-force first :math:`n` at which :math:`(\rho^{\otimes n}, \sigma^{\otimes n})` is not
     :math:`(\varepsilon,\delta)`-QSPrI.
 
@@ -83,7 +92,9 @@ def _check_delta_lt1(delta) -> float:
     return delta
 
 
-def qspri_copy_bounds(rho, sigma, *, epsilon, delta, atol=DEFAULT_ATOL) -> CopyBounds:
+def qspri_copy_bounds(
+    rho: ArrayLike, sigma: ArrayLike, *, epsilon: float, delta: float, atol: float = DEFAULT_ATOL
+) -> CopyBounds:
     r"""Bounds on the first :math:`n` at which :math:`(\rho^{\otimes n}, \sigma^{\otimes n})` stops
     being :math:`(\varepsilon,\delta)`-QSPrI.
 

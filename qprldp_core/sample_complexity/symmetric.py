@@ -9,8 +9,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import DEFAULT_ATOL, check_probability
+from ..channels import Channel
 from ..contraction import trace_distance_contraction_bound
 from ..divergences import fidelity, trace_distance
 from ._common import (
@@ -37,7 +39,14 @@ __all__ = [
 ]
 
 
-def helstrom_error(rho, sigma, *, prior=0.5, copies=1, atol=DEFAULT_ATOL) -> float:
+def helstrom_error(
+    rho: ArrayLike,
+    sigma: ArrayLike,
+    *,
+    prior: float = 0.5,
+    copies: int = 1,
+    atol: float = DEFAULT_ATOL,
+) -> float:
     r"""Helstrom's minimum error of discriminating :math:`\rho^{\otimes n}` from
     :math:`\sigma^{\otimes n}`.
 
@@ -73,7 +82,15 @@ def helstrom_error(rho, sigma, *, prior=0.5, copies=1, atol=DEFAULT_ATOL) -> flo
     return float(min(min(p, 1 - p), max(0.0, 0.5 * (1.0 - norm))))
 
 
-def minimal_copies_symmetric(rho, sigma, *, prior=0.5, alpha, max_copies=8, atol=DEFAULT_ATOL):
+def minimal_copies_symmetric(
+    rho: ArrayLike,
+    sigma: ArrayLike,
+    *,
+    prior: float = 0.5,
+    alpha: float,
+    max_copies: int = 8,
+    atol: float = DEFAULT_ATOL,
+) -> int | None:
     r"""Brute-force :math:`n^* = \min\{n \ge 0 : P_e(n) \le \alpha\}` by Helstrom's error.
 
     For qubits the tensor powers are block-diagonalised exactly by Schur–Weyl duality
@@ -114,7 +131,14 @@ def _helstrom_blocks(r: np.ndarray, s: np.ndarray, p: float, n: int) -> float:
     return float(min(min(p, 1 - p), max(0.0, 0.5 * (1.0 - norm))))
 
 
-def symmetric_copy_bounds(rho, sigma, *, prior=0.5, alpha, atol=DEFAULT_ATOL) -> CopyBounds:
+def symmetric_copy_bounds(
+    rho: ArrayLike,
+    sigma: ArrayLike,
+    *,
+    prior: float = 0.5,
+    alpha: float,
+    atol: float = DEFAULT_ATOL,
+) -> CopyBounds:
     r"""Upper and lower bounds on :math:`n^*` for binary symmetric testing of :math:`\rho` vs
     :math:`\sigma`.
 
@@ -179,7 +203,13 @@ def _chernoff_upper(r, s, p, q, alpha, atol) -> int | float:
 
 
 def private_symmetric_lower_bound(
-    *, epsilon, delta, prior=0.5, alpha, trace_distance=1.0, notion="qldp"
+    *,
+    epsilon: float,
+    delta: float,
+    prior: float = 0.5,
+    alpha: float,
+    trace_distance: float = 1.0,
+    notion: str = "qldp",
 ) -> int | float:
     r"""Copies needed by *every* test after *any* :math:`(\varepsilon,\delta)`-private channel.
 
@@ -224,7 +254,16 @@ def private_symmetric_lower_bound(
 
 
 def private_symmetric_copy_bounds(
-    channel, rho, sigma, *, epsilon, delta, prior=0.5, alpha, notion="qldp", atol=DEFAULT_ATOL
+    channel: Channel,
+    rho: ArrayLike,
+    sigma: ArrayLike,
+    *,
+    epsilon: float,
+    delta: float,
+    prior: float = 0.5,
+    alpha: float,
+    notion: str = "qldp",
+    atol: float = DEFAULT_ATOL,
 ) -> CopyBounds:
     r"""Bounds on :math:`n^*` for testing :math:`\mathcal A(\rho)` vs :math:`\mathcal A(\sigma)`,
     :math:`\mathcal A` an :math:`(\varepsilon,\delta)`-private channel.
