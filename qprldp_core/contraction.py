@@ -265,13 +265,8 @@ def _adjoint_apply(channel: Channel, m: np.ndarray) -> np.ndarray:
 
 
 def estimate_contraction(
-    channel: Channel,
-    *,
-    gamma: float = 1.0,
-    restarts: int = 8,
-    iterations: int = 100,
-    seed: int | np.random.Generator | None = None,
-    atol: float = DEFAULT_ATOL,
+    channel: Channel, *, gamma: float = 1.0, restarts: int = 8, iterations: int = 100,
+    seed: int | np.random.Generator | None = None, atol: float = DEFAULT_ATOL,
 ) -> ContractionEstimate:
     r"""Search for :math:`\eta_\gamma(\mathcal A)` over orthogonal pure pairs (a lower bound).
 
