@@ -31,6 +31,9 @@ __all__ = [
     "eigh_psd",
     "SUPPORT_TOL",
     "support_tol",
+    "format_number",
+    "as_matrix",
+    "check_real",
 ]
 
 # Default absolute tolerance for "is this a density matrix" checks and for clamping eigenvalues.
@@ -50,7 +53,7 @@ DEFAULT_ATOL = 1e-8
 SUPPORT_TOL = 1e-13
 
 
-def _fmt(x) -> str:
+def format_number(x) -> str:
     """Format a number for an error message (short, round-trippable enough for humans)."""
     if isinstance(x, complex | np.complexfloating):
         return repr(complex(x))
@@ -82,11 +85,11 @@ def check_atol(atol, name: str = "atol") -> float:
         raise TypeError(f"`{name}` must be a real number. Found {type(atol).__name__}.")
     atol = float(atol)
     if not math.isfinite(atol) or atol < 0:
-        raise ValueError(f"`{name}` must be finite and >= 0. Found {_fmt(atol)}.")
+        raise ValueError(f"`{name}` must be finite and >= 0. Found {format_number(atol)}.")
     return atol
 
 
-def _as_matrix(a, name: str) -> np.ndarray:
+def as_matrix(a, name: str) -> np.ndarray:
     """Convert an array-like to a complex128 2-D array or raise TypeError/ValueError."""
     if isinstance(a, str | bytes) or a is None:
         raise TypeError(f"`{name}` must be an array-like matrix. Found {type(a).__name__}.")
@@ -134,21 +137,22 @@ def check_density_matrix(rho, name: str = "rho", *, atol: float = DEFAULT_ATOL) 
         array([[0.5, 0. ], [0. , 0.5]])
     """
     atol = check_atol(atol)
-    arr = _as_matrix(rho, name)
+    arr = as_matrix(rho, name)
     herm_err = float(np.max(np.abs(arr - arr.conj().T)))
     if herm_err > atol:
         raise ValueError(
             f"`{name}` must be Hermitian. "
-            f"Found max |{name} - {name}^dagger| entry {_fmt(herm_err)}."
+            f"Found max |{name} - {name}^dagger| entry {format_number(herm_err)}."
         )
     arr = (arr + arr.conj().T) / 2
     tr = float(np.trace(arr).real)
     if abs(tr - 1.0) > atol:
-        raise ValueError(f"`{name}` must have unit trace. Found trace {_fmt(tr)}.")
+        raise ValueError(f"`{name}` must have unit trace. Found trace {format_number(tr)}.")
     min_eig = float(np.linalg.eigvalsh(arr)[0])
     if min_eig < -atol:
         raise ValueError(
-            f"`{name}` must be positive semidefinite. Found minimum eigenvalue {_fmt(min_eig)}."
+            f"`{name}` must be positive semidefinite. "
+            f"Found minimum eigenvalue {format_number(min_eig)}."
         )
     return arr
 
@@ -178,7 +182,8 @@ def check_same_dimension(rho: np.ndarray, sigma: np.ndarray, names=("rho", "sigm
     return int(a[0])
 
 
-def _check_real(x, name: str) -> float:
+def check_real(x, name: str) -> float:
+    """A real number (not bool, not NaN) as a Python float, else TypeError/ValueError."""
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
         raise TypeError(f"`{name}` must be a real number. Found {type(x).__name__}.")
     x = float(x)
@@ -205,9 +210,9 @@ def check_probability(p, name: str = "p") -> float:
         >>> check_probability(0.25)
         0.25
     """
-    p = _check_real(p, name)
+    p = check_real(p, name)
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"`{name}` must be in [0, 1]. Found {_fmt(p)}.")
+        raise ValueError(f"`{name}` must be in [0, 1]. Found {format_number(p)}.")
     return p
 
 
@@ -229,9 +234,9 @@ def check_gamma(gamma, name: str = "gamma") -> float:
         >>> check_gamma(2)
         2.0
     """
-    gamma = _check_real(gamma, name)
+    gamma = check_real(gamma, name)
     if not math.isfinite(gamma) or gamma < 1.0:
-        raise ValueError(f"`{name}` must be finite and >= 1. Found {_fmt(gamma)}.")
+        raise ValueError(f"`{name}` must be finite and >= 1. Found {format_number(gamma)}.")
     return gamma
 
 
@@ -253,9 +258,9 @@ def check_epsilon(epsilon, name: str = "epsilon") -> float:
         >>> check_epsilon(1)
         1.0
     """
-    epsilon = _check_real(epsilon, name)
+    epsilon = check_real(epsilon, name)
     if not math.isfinite(epsilon) or epsilon < 0.0:
-        raise ValueError(f"`{name}` must be finite and >= 0. Found {_fmt(epsilon)}.")
+        raise ValueError(f"`{name}` must be finite and >= 0. Found {format_number(epsilon)}.")
     return epsilon
 
 

@@ -34,14 +34,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from qprldp_core._numerics import round_up
 from qprldp_core._validation import (
     DEFAULT_ATOL,
-    _fmt,
     check_epsilon,
     check_probability,
+    format_number,
 )
 from qprldp_core.channels import Channel, depolarizing
 from qprldp_core.divergences import hockey_stick_divergence
@@ -71,15 +73,13 @@ def _check_nonneg(x, name: str) -> float:
         raise TypeError(f"`{name}` must be a real number. Found {type(x).__name__}.")
     x = float(x)
     if not math.isfinite(x) or x < 0:
-        raise ValueError(f"`{name}` must be finite and >= 0. Found {_fmt(x)}.")
+        raise ValueError(f"`{name}` must be finite and >= 0. Found {format_number(x)}.")
     return x
 
 
-def _round_up(x: float) -> float:
-    return float(np.nextafter(x, np.inf))
-
-
-def hockey_stick_contraction_bound(*, epsilon, delta, gamma, notion="qldp") -> float:
+def hockey_stick_contraction_bound(
+    *, epsilon: float, delta: float, gamma: float, notion: str = "qldp"
+) -> float:
     r"""Upper bound on :math:`\eta_\gamma(\mathcal A)` for every
     :math:`(\varepsilon,\delta)`-private channel.
 
@@ -126,14 +126,19 @@ def hockey_stick_contraction_bound(*, epsilon, delta, gamma, notion="qldp") -> f
     _check_notion(notion)
     g = math.exp(epsilon)
     if gamma < math.exp(-epsilon) * (1 - 1e-15):
-        raise ValueError(f"`gamma` must be >= exp(-epsilon) = {_fmt(1 / g)}. Found {_fmt(gamma)}.")
+        raise ValueError(
+            f"`gamma` must be >= exp(-epsilon) = {format_number(1 / g)}. "
+            f"Found {format_number(gamma)}."
+        )
     if gamma >= g:
         return delta
     value = (g - gamma + (gamma + 1) * delta) / (g + 1)
-    return min(1.0, _round_up(max(0.0, value)))
+    return min(1.0, round_up(max(0.0, value)))
 
 
-def trace_distance_contraction_bound(*, epsilon, delta, notion="qldp") -> float:
+def trace_distance_contraction_bound(
+    *, epsilon: float, delta: float, notion: str = "qldp"
+) -> float:
     r"""Upper bound on :math:`\eta_{\rm TD}(\mathcal A)` for every
     :math:`(\varepsilon,\delta)`-private channel.
 
@@ -171,7 +176,7 @@ def _check_depol(p, d) -> tuple[float, int]:
     return p, int(d)
 
 
-def depolarizing_hockey_stick_contraction(*, p, d, gamma) -> float:
+def depolarizing_hockey_stick_contraction(*, p: float, d: int, gamma: float) -> float:
     r"""Exact :math:`\eta_\gamma(D_p)` for the global depolarizing channel.
 
     For orthogonal pure :math:`\psi, \varphi`, :math:`D_p(\psi) - \gamma D_p(\varphi)` has
@@ -210,7 +215,7 @@ def depolarizing_hockey_stick_contraction(*, p, d, gamma) -> float:
     return min(1.0, float(sum(max(0.0, v) for v in vals)))
 
 
-def depolarizing_trace_distance_contraction(*, p, d) -> float:
+def depolarizing_trace_distance_contraction(*, p: float, d: int) -> float:
     r"""Exact :math:`\eta_{\rm TD}(D_p) = 1 - p`.
 
     :math:`D_p(\rho) - D_p(\sigma) = (1-p)(\rho - \sigma)`, so every trace distance shrinks by
@@ -260,7 +265,8 @@ def _adjoint_apply(channel: Channel, m: np.ndarray) -> np.ndarray:
 
 
 def estimate_contraction(
-    channel: Channel, *, gamma=1.0, restarts=8, iterations=100, seed=None, atol=DEFAULT_ATOL
+    channel: Channel, *, gamma: float = 1.0, restarts: int = 8, iterations: int = 100,
+    seed: int | np.random.Generator | None = None, atol: float = DEFAULT_ATOL,
 ) -> ContractionEstimate:
     r"""Search for :math:`\eta_\gamma(\mathcal A)` over orthogonal pure pairs (a lower bound).
 
@@ -293,14 +299,14 @@ def estimate_contraction(
         0.7
     """
     gamma = _check_nonneg(gamma, "gamma")
-    for name, v in (("restarts", restarts), ("iterations", iterations)):
-        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
-            raise ValueError(f"`{name}` must be an integer >= 1. Found {v!r}.")
+    for name, count in (("restarts", restarts), ("iterations", iterations)):
+        if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 1:
+            raise ValueError(f"`{name}` must be an integer >= 1. Found {count!r}.")
     din = channel.input_dim
     if din < 2:
         raise ValueError(f"`channel` must have input dimension >= 2. Found {din}.")
     rng = np.random.default_rng(seed)
-    best = (-1.0, None, None)
+    best: tuple[float, Any, Any] = (-1.0, None, None)
     for _ in range(int(restarts)):
         g = rng.normal(size=(din, din)) + 1j * rng.normal(size=(din, din))
         q, _ = np.linalg.qr(g)

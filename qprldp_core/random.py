@@ -10,14 +10,11 @@ import math
 
 import numpy as np
 
+from ._numerics import as_generator
 from ._validation import DEFAULT_ATOL
 from .channels import Channel
 
 __all__ = ["random_density_matrix", "random_unitary", "random_channel"]
-
-
-def _rng(seed) -> np.random.Generator:
-    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
 
 def _check_dim(d, name):
@@ -26,7 +23,9 @@ def _check_dim(d, name):
     return int(d)
 
 
-def random_density_matrix(d: int, *, rank: int | None = None, seed=None) -> np.ndarray:
+def random_density_matrix(
+    d: int, *, rank: int | None = None, seed: int | np.random.Generator | None = None
+) -> np.ndarray:
     r"""Random density matrix :math:`GG^\dagger/\mathrm{tr}(GG^\dagger)` with :math:`G` a
     :math:`d \times r` complex Ginibre matrix (induced measure).
 
@@ -50,7 +49,7 @@ def random_density_matrix(d: int, *, rank: int | None = None, seed=None) -> np.n
         (1.0, 2)
     """
     d = _check_dim(d, "d")
-    rng = _rng(seed)
+    rng = as_generator(seed)
     if rank is None:
         rank = int(rng.integers(1, d + 1))
     elif not 1 <= rank <= d:
@@ -60,7 +59,7 @@ def random_density_matrix(d: int, *, rank: int | None = None, seed=None) -> np.n
     return rho / np.trace(rho).real
 
 
-def random_unitary(d: int, *, seed=None) -> np.ndarray:
+def random_unitary(d: int, *, seed: int | np.random.Generator | None = None) -> np.ndarray:
     r"""Haar-random unitary (QR of a Ginibre matrix with the phases of R's diagonal removed).
 
     Args:
@@ -82,14 +81,20 @@ def random_unitary(d: int, *, seed=None) -> np.ndarray:
         True
     """
     d = _check_dim(d, "d")
-    rng = _rng(seed)
+    rng = as_generator(seed)
     g = rng.normal(size=(d, d)) + 1j * rng.normal(size=(d, d))
     q, r = np.linalg.qr(g)
     return q * (np.diag(r) / np.abs(np.diag(r)))
 
 
-def random_channel(din: int, dout: int | None = None, *, num_kraus: int | None = None,
-                   seed=None, atol: float = DEFAULT_ATOL) -> Channel:
+def random_channel(
+    din: int,
+    dout: int | None = None,
+    *,
+    num_kraus: int | None = None,
+    seed: int | np.random.Generator | None = None,
+    atol: float = DEFAULT_ATOL,
+) -> Channel:
     r"""Random channel from a random Stinespring isometry :math:`V: \mathbb C^{d_{in}} \to
     \mathbb C^{d_{out}} \otimes \mathbb C^{k}` (QR of a Ginibre matrix).
 
@@ -116,7 +121,7 @@ def random_channel(din: int, dout: int | None = None, *, num_kraus: int | None =
     din = _check_dim(din, "din")
     dout = din if dout is None else _check_dim(dout, "dout")
     kmin = math.ceil(din / dout)
-    rng = _rng(seed)
+    rng = as_generator(seed)
     if num_kraus is None:
         num_kraus = int(rng.integers(kmin, kmin + 3))
     elif isinstance(num_kraus, bool) or not isinstance(num_kraus, int) or num_kraus < kmin:

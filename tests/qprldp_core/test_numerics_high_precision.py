@@ -23,7 +23,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from qprldp_core._validation import SUPPORT_TOL
+import qprldp_core._validation
+import qprldp_core.sample_complexity._common
 from qprldp_core.divergences import (
     fidelity,
     max_relative_entropy,
@@ -33,16 +34,14 @@ from qprldp_core.divergences import (
 )
 from qprldp_core.random import random_unitary
 from qprldp_core.sample_complexity import (
-    _RENYI_GRID,
-    _S_GRID,
-    _chernoff_q,
-    _down,
-    _fid_lower_n,
-    _td_lower_n,
     asymmetric_copy_bounds,
     qspri_copy_bounds,
     symmetric_copy_bounds,
 )
+
+# The private modules under test, reached as module attributes.
+common = qprldp_core.sample_complexity._common
+validation = qprldp_core._validation
 
 EPS = float(np.finfo(float).eps)
 ALPHAS = (0.5, 0.75, 0.95, 1.5, 2.0, 5.0)
@@ -211,10 +210,10 @@ def test_support_decisions_round_toward_more_privacy_loss():
         assert max_relative_entropy(rho, sigma) == math.inf
         assert sandwiched_renyi_divergence(rho, sigma, alpha=2.0) == math.inf
     # a positive eigenvalue at or below SUPPORT_TOL is kernel too (the larger value)
-    sigma = np.diag([1 - SUPPORT_TOL / 2, SUPPORT_TOL / 2])
+    sigma = np.diag([1 - validation.SUPPORT_TOL / 2, validation.SUPPORT_TOL / 2])
     assert max_relative_entropy(rho, sigma) == math.inf
     # ... and a weight of rho at or below SUPPORT_TOL on that kernel is rounding noise
-    rho_noise = np.diag([1 - SUPPORT_TOL / 2, SUPPORT_TOL / 2])
+    rho_noise = np.diag([1 - validation.SUPPORT_TOL / 2, validation.SUPPORT_TOL / 2])
     assert max_relative_entropy(rho_noise, np.diag([1.0, 0.0])) == pytest.approx(0.0, abs=1e-12)
     # for alpha < 1 only orthogonality gives inf
     assert sandwiched_renyi_divergence(np.diag([0.0, 1.0]), np.diag([1.0, 0.0]),
@@ -273,8 +272,8 @@ def test_chernoff_q_matches_mpmath(case):
     of ~d·eps/λ_min(ρ), which λ^s amplifies for small s (conditioning term of the tolerance)."""
     rho, sigma, _, lam_min_rho = case
     tol = 1e-10 + rho.shape[0] * EPS / lam_min_rho
-    svals = _S_GRID[::8]
-    got = _chernoff_q(rho, sigma, svals, 1e-8)
+    svals = common.S_GRID[::8]
+    got = common.chernoff_q(rho, sigma, svals, 1e-8)
     for sv, q in zip(svals, got, strict=True):
         expected = ref_chernoff_q(rho, sigma, float(sv))
         expected = 1.0 if expected >= 1 - 1e-12 else expected  # the code's documented snap
@@ -292,28 +291,28 @@ def test_copy_bounds_match_mpmath(case):
     rho, sigma, _, _ = case
     # binary symmetric: fidelity and trace-distance lower bound
     p, alpha = 0.5, 0.05
-    xf = _fid_lower_n(ref_fidelity(rho, sigma), p, p, alpha)
-    xt = _td_lower_n(trace_distance(rho, sigma), p, p, alpha)
+    xf = common.fid_lower_n(ref_fidelity(rho, sigma), p, p, alpha)
+    xt = common.td_lower_n(trace_distance(rho, sigma), p, p, alpha)
     got = symmetric_copy_bounds(rho, sigma, prior=p, alpha=alpha).lower
     if not (_near_integer(xf) or _near_integer(xt)):
-        assert got == max(_down(xf), _down(xt))
+        assert got == max(common.round_count_down(xf), common.round_count_down(xt))
     # binary asymmetric: relative entropy and sandwiched Renyi converses
     a1, beta = 0.05, 0.01
     d_rel = ref_umegaki(rho, sigma)
     xs = [((1 - a1) * math.log(1 / beta) - math.log(2)) / d_rel] if math.isfinite(d_rel) else []
-    for a in _RENYI_GRID:
+    for a in common.RENYI_GRID:
         dt = ref_sandwiched(rho, sigma, a)
         if math.isfinite(dt) and dt > 0:
             xs.append((math.log(1 / beta) - a / (a - 1) * math.log(1 / (1 - a1))) / dt)
     got = asymmetric_copy_bounds(rho, sigma, alpha=a1, beta=beta).lower
     if not any(map(_near_integer, xs)):
-        assert got == max([0, *map(_down, xs)])
+        assert got == max([0, *map(common.round_count_down, xs)])
     # QSPrI: sandwiched Renyi tail bound, both directions
     eps, delta = 1.0, 0.1
     safe = math.inf
     for x_, y_ in ((rho, sigma), (sigma, rho)):
         best = 0.0
-        for a in _RENYI_GRID:
+        for a in common.RENYI_GRID:
             dt = ref_sandwiched(x_, y_, a)
             num = eps - math.log(1 / delta) / (a - 1)
             if math.isfinite(dt) and dt > 0 and num > 0:
