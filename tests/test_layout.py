@@ -59,7 +59,7 @@ def _private_imports(packages=PACKAGES):
 
 
 def test_no_module_imports_a_private_name_from_another_module():
-    assert _private_imports(("pennylane_qshiftdp",)) == []
+    assert _private_imports() == []
 
 
 def _packages():

@@ -30,8 +30,6 @@ parameter and a generator (``RX``, ``RY``, ``RZ``, ``PhaseShift``, ``CRX``..., `
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pennylane as qml
 from pennylane.devices.qubit import apply_operation, create_initial_state
@@ -47,7 +45,8 @@ def _sweep_ops(tape, diff: set) -> list[tuple]:
     Raises:
         NotImplementedError: for a differentiated gate the sweep cannot differentiate.
     """
-    out, index = [], 0
+    out: list[tuple] = []
+    index = 0
     for op in tape.operations:
         mine = set(range(index, index + op.num_params))
         if not mine & diff:
@@ -83,21 +82,20 @@ def supports_adjoint(tape, diff_idx) -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=256)
-def _cached_generator(op_type: type, wires: tuple) -> tuple:
-    op = op_type(0.0, wires=wires)
-    generator, prefactor = qml.generator(op, format="prefactor")
-    return generator, float(np.real(prefactor))
+# Generators of PennyLane's gates, by gate class, wires and hyperparameters (they do not depend
+# on the parameter).
+_GENERATORS: dict[tuple, tuple] = {}
 
 
 def _generator(op) -> tuple:
-    """``(G, c)`` with :math:`U(\varphi) = e^{i c \varphi G}`; PennyLane's generators do not
-    depend on the parameter, so they are computed once per gate type and wires."""
-    try:
-        return _cached_generator(type(op), tuple(op.wires))
-    except TypeError:  # a gate whose constructor takes more than (φ, wires)
+    """``(G, c)`` with :math:`U(\varphi) = e^{i c \varphi G}` (:func:`pennylane.generator`),
+    computed once per gate class, wires and hyperparameters."""
+    key = (type(op).__module__, type(op).__qualname__, tuple(op.wires),
+           repr(sorted(op.hyperparameters.items(), key=lambda kv: kv[0])))
+    if key not in _GENERATORS:
         generator, prefactor = qml.generator(op, format="prefactor")
-        return generator, float(np.real(prefactor))
+        _GENERATORS[key] = (generator, float(np.real(prefactor)))
+    return _GENERATORS[key]
 
 
 def _inner(bra: np.ndarray, ket: np.ndarray) -> np.ndarray:

@@ -907,12 +907,16 @@ def test_a_non_finite_input_row_makes_only_its_own_gradient_non_finite(measureme
             torch.testing.assert_close(gs[keep], clean[name], atol=1e-12, rtol=0)
 
 
-@pytest.mark.parametrize("measurement", ["expval", "probs", "var"])
-def test_analytic_step_runs_merged_broadcast_tapes(measurement, monkeypatch):
-    """shots=None on default.qubit: the forward and shifted circuits of the whole batch run as
-    merged broadcast tapes, one ``qml.execute`` of one tape per group of circuits with the same
-    measurements (one group for expval/probs; two for var, whose shifted circuits measure
-    expval), with the per-example gradients of backprop one example at a time."""
+@pytest.mark.parametrize("measurement,route", [("expval", "parameter_shift"),
+                                               ("expval", "auto"), ("probs", "auto"),
+                                               ("var", "auto")])
+def test_analytic_step_runs_merged_broadcast_tapes(measurement, route, monkeypatch):
+    """shots=None on default.qubit, parameter-shift route: the forward and shifted circuits of
+    the whole batch run as merged broadcast tapes, one ``qml.execute`` of one tape per group of
+    circuits with the same measurements (one group for expval/probs; two for var, whose shifted
+    circuits measure expval); the automatic route of expval is the adjoint sweep, which runs no
+    ``qml.execute`` at all. Either way the per-example gradients are those of backprop one
+    example at a time."""
     calls = []
     real = qml.execute
 
@@ -921,12 +925,16 @@ def test_analytic_step_runs_merged_broadcast_tapes(measurement, monkeypatch):
         return real(tapes, *args, **kwargs)
 
     model = Model("alone", measurement, qs.param_shift)
+    qs.qnn.routes.set_gradient_route(model, route)
     ref = _reference_model(model, "alone", measurement)
     x, c = _inputs("alone", 6), _coeffs(64)
     monkeypatch.setattr(qml, "execute", spy)
     ours = _grad_samples(model, x, c, "sum")
     monkeypatch.setattr(qml, "execute", real)
-    assert calls == ([1, 1] if measurement == "var" else [1])
+    if measurement == "expval" and route == "auto":
+        assert calls == []  # the adjoint route
+    else:
+        assert calls == ([1, 1] if measurement == "var" else [1])
     expected = _per_example_reference(ref, x, c)
     torch.testing.assert_close(ours["q.weights"], torch.stack([e["q.weights"] for e in expected]),
                                atol=1e-10, rtol=0)
