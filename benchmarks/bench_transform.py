@@ -173,8 +173,64 @@ def _param_shift_step_fn(devname, n_qubits, layers, shots, x, y, seed):
     return step
 
 
-def run_step_config(devname, n_qubits, layers, shots, batch, repeats, seed=0):
-    """Median seconds of the three steps, alternated ``repeats`` times in this process."""
+def _opacus_backprop_step_fn(n_qubits, layers, x, y, seed):
+    """The user's simulator alternative: Opacus's per-sample gradients by ``torch.func`` (vmap
+    over examples, ``grad_sample_mode="functorch"``) through an analytic backprop QNode on
+    default.qubit, clipping and noise by Opacus's ``DPOptimizer``.
+
+    The module holds its weights as its own ``nn.Parameter`` and passes them to the QNode:
+    with PennyLane's ``TorchLayer`` (weights read from ``qnode_weights``) ``functional_call``
+    does not swap them and Opacus's functorch mode returns all-zero per-sample gradients.
+    """
+    import warnings
+
+    from opacus import PrivacyEngine
+
+    class BackpropClassifier(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            g = torch.Generator().manual_seed(seed)
+            self.weights = torch.nn.Parameter(
+                0.3 * torch.randn(layers, n_qubits, 3, generator=g, dtype=torch.float64))
+
+            def circuit(inputs, weights):
+                qml.AngleEmbedding(inputs, wires=range(n_qubits), rotation="Y")
+                qml.StronglyEntanglingLayers(weights, wires=range(n_qubits))
+                return qml.expval(qml.Z(0))
+
+            self.qnode = qml.QNode(circuit, qml.device("default.qubit", wires=n_qubits),
+                                   interface="torch", diff_method="backprop")
+
+        def forward(self, inputs):
+            return self.qnode(inputs, self.weights)
+
+    model = BackpropClassifier()
+    data = torch.utils.data.TensorDataset(x.repeat(100, 1), y.repeat(100))
+    loader = torch.utils.data.DataLoader(data, batch_size=len(x))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pmodel, opt, _ = PrivacyEngine(accountant="rdp").make_private(
+            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+            data_loader=loader, noise_multiplier=1.0, max_grad_norm=1.0,
+            grad_sample_mode="functorch", poisson_sampling=False)
+
+    def step():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            opt.zero_grad()
+            (-(y * pmodel(x))).mean().backward()
+            opt.step()
+
+    return step
+
+
+def run_step_config(devname, n_qubits, layers, shots, batch, repeats, seed=0,
+                    alternative=False):
+    """Median seconds of the steps, alternated ``repeats`` times in this process.
+
+    With ``alternative`` (default.qubit only): also the private step with ``shots=None``
+    (the adjoint route) and the Opacus + backprop alternative (:func:`_opacus_backprop_step_fn`).
+    """
     gen = torch.Generator().manual_seed(seed)
     x = torch.rand(batch, n_qubits, generator=gen, dtype=torch.float64) * np.pi
     y = torch.where(torch.rand(batch, generator=gen) > 0.5, 1.0, -1.0).double()
@@ -184,6 +240,10 @@ def run_step_config(devname, n_qubits, layers, shots, batch, repeats, seed=0):
         "private_exact_law": _private_step_fn(devname, n_qubits, layers, shots, x, y, seed,
                                               True),
     }
+    if alternative:
+        steps["private_analytic"] = _private_step_fn(devname, n_qubits, layers, None, x, y,
+                                                     seed, False)
+        steps["opacus_backprop"] = _opacus_backprop_step_fn(n_qubits, layers, x, y, seed)
     if n_qubits < _NO_WARMUP_QUBITS:
         for step in steps.values():
             step()
@@ -196,7 +256,7 @@ def run_step_config(devname, n_qubits, layers, shots, batch, repeats, seed=0):
         print(f"  {devname} {n_qubits}q: " + ", ".join(f"{k} {v[-1]:.3g} s"
                                                        for k, v in times.items()), flush=True)
     med = {k: statistics.median(v) for k, v in times.items()}
-    return {
+    row = {
         "device": devname, "qubits": n_qubits, "layers": layers, "shots": shots,
         "batch": batch, "repeats": repeats, "times_s": times,
         "param_shift_s": med["param_shift"],
@@ -206,6 +266,18 @@ def run_step_config(devname, n_qubits, layers, shots, batch, repeats, seed=0):
         "exact_law_over_param_shift": med["private_exact_law"] / med["param_shift"],
         "exact_law_speedup": med["private_device"] / med["private_exact_law"],
     }
+    if alternative:
+        ratio = [a / p for a, p in zip(times["opacus_backprop"], times["private_exact_law"],
+                                       strict=True)]
+        ratio_an = [a / p for a, p in zip(times["opacus_backprop"], times["private_analytic"],
+                                          strict=True)]
+        row.update(private_analytic_s=med["private_analytic"],
+                   opacus_backprop_s=med["opacus_backprop"],
+                   backprop_over_exact_law=statistics.median(ratio),
+                   backprop_over_exact_law_range=[min(ratio), max(ratio)],
+                   backprop_over_analytic=statistics.median(ratio_an),
+                   backprop_over_analytic_range=[min(ratio_an), max(ratio_an)])
+    return row
 
 
 def crossover(rows, column):
@@ -221,6 +293,9 @@ def crossover(rows, column):
 STEP_COLUMNS = ["device", "qubits", "batch", "shots", "repeats", "param_shift_s",
                 "private_device_s", "private_exact_law_s", "device_over_param_shift",
                 "exact_law_over_param_shift", "exact_law_speedup"]
+#: Columns of ``--step --alternative`` (default.qubit rows).
+ALTERNATIVE_COLUMNS = ["private_analytic_s", "opacus_backprop_s", "backprop_over_exact_law",
+                       "backprop_over_analytic"]
 
 
 # A private step of an older version of the library (issue #12's "today's library"): its
@@ -332,8 +407,10 @@ def run_step(args):
         repeats = args.repeats or (2 if args.quick else _STEP_REPEATS.get(q, 1))
         for d in args.devices:
             rows.append(run_step_config(d, q, args.layers, args.shots[0], args.batch or 54,
-                                        repeats))
-    md = table(rows, STEP_COLUMNS)
+                                        repeats, alternative=args.alternative
+                                        and d == "default.qubit"))
+    columns = STEP_COLUMNS + ([c for c in ALTERNATIVE_COLUMNS if any(c in r for r in rows)])
+    md = table(rows, columns)
     cross = {c: crossover(rows, c) for c in ("param_shift_s", "private_device_s",
                                                "private_exact_law_s")}
     print(md)
@@ -384,6 +461,10 @@ def main(argv=None):
     p.add_argument("--step", action="store_true",
                    help="issue #12: private step (device vs exact-law sampling) against a "
                         "non-private param_shift step at 4, 8, 10, 12 qubits, batch 54")
+    p.add_argument("--alternative", action="store_true",
+                   help="with --step: also time the private step with shots=None (the adjoint "
+                        "route) and the user's simulator alternative, Opacus's per-sample "
+                        "gradients by vmap over an analytic backprop QNode (default.qubit)")
     p.add_argument("--versus", default=None, metavar="CHECKOUT",
                    help="with --step: time the private step of an older checkout of the "
                         "library (e.g. `git worktree add /tmp/old 2c3b0c6`) against today's "
