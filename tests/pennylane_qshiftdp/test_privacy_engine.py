@@ -116,9 +116,10 @@ def test_per_example_gradients_with_shots_agree_within_shot_noise():
 @pytest.mark.parametrize("shots", [None, 100])
 def test_one_evaluation_per_step(shots):
     """Forward and all shifted circuits run in one execution; backward runs no circuit.
-    Analytic: merged into one broadcast tape; with device sampling: one broadcast tape per
-    circuit (each circuit draws its own shots)."""
+    Analytic (parameter-shift route): merged into one broadcast tape; with device sampling: one
+    broadcast tape per circuit (each circuit draws its own shots)."""
     layer = _layer(shots=shots, seed=1)
+    qs.qnn.routes.set_gradient_route(layer, "parameter_shift")
     x = _data(n=5).tensors[0]
     dev = layer.qnode.device
     with qml.Tracker(dev) as tracker:
@@ -497,3 +498,14 @@ def test_statement_voids_the_guarantee_after_steps_from_another_loader():
         _epoch(model, opt, _loader(_data()))
     text = opt.ledger.statement()
     assert "DOES NOT HOLD" in text and opt.ledger.extra["steps_without_poisson_batch"] == 3
+
+
+def test_the_analytic_adjoint_route_runs_no_device_execution():
+    """The automatic route for shots=None is the adjoint sweep: it simulates with PennyLane's
+    apply_operation and sends nothing to the device (a qml.Tracker counts nothing)."""
+    layer = _layer(shots=None, seed=1)
+    x = _data(n=5).tensors[0]
+    with qml.Tracker(layer.qnode.device) as tracker:
+        layer(x).sum().backward()
+    assert tracker.totals == {}
+    assert layer.evaluations.last_grad_sample is None  # no Opacus hooks here: nothing sampled

@@ -19,6 +19,7 @@ from pennylane_qshiftdp import _compat, sampling
 from pennylane_qshiftdp.gradients.shot_statistics import two_point_moments
 from pennylane_qshiftdp.qnn import _shift_plan, evaluation
 from pennylane_qshiftdp.qnn.evaluation import evaluate_layer
+from pennylane_qshiftdp.qnn.routes import set_gradient_route
 from pennylane_qshiftdp.sampling import _circuit_fusion, exact_law, merging
 
 # Per-comparison significance level of the chi-square tests: with the ~100 comparisons below a
@@ -76,6 +77,7 @@ def _analytic_means(layer, x, monkeypatch):
     order (captured from the analytic evaluation of the same layer on default.qubit)."""
     exact = _layer(None, 0)
     exact.load_state_dict(layer.state_dict())
+    set_gradient_route(exact, "parameter_shift")  # the merged tapes (not the adjoint sweep)
     captured = []
     merged = _shift_plan.execute_merged  # analytic: one merged tape, read per circuit
 
@@ -465,6 +467,7 @@ def test_public_names():
 def test_shift_rule_cached_per_structure_gives_identical_jacobians():
     x = _inputs(3, seed=2) + torch.arange(3, dtype=torch.float64)[:, None]
     layer = _layer(None, 0)
+    set_gradient_route(layer, "parameter_shift")
     evaluate_layer(layer, x)
     assert len(_shift_plan.cached_shift_rules(layer)) == 1
     with torch.no_grad():
@@ -472,6 +475,7 @@ def test_shift_rule_cached_per_structure_gives_identical_jacobians():
     cached = evaluate_layer(layer, x)
     fresh = _layer(None, 0)
     fresh.load_state_dict(layer.state_dict())
+    set_gradient_route(fresh, "parameter_shift")
     ref = evaluate_layer(fresh, x)
     assert torch.equal(cached.jacobian, ref.jacobian)
     assert len(_shift_plan.cached_shift_rules(layer)) == 1
