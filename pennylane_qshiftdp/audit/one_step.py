@@ -269,6 +269,8 @@ def audit_one_step(make_model: Callable, make_loss: Callable, dataset, canary, *
         Jagielski et al., arXiv:2006.07709 (v1); Nasr et al., arXiv:2101.04535 (v1).
 
     Example:
+        >>> import pennylane as qml
+        >>> from pennylane_qshiftdp import param_shift
         >>> def circuit(inputs, weights):
         ...     qml.RY(inputs[..., 0], wires=0)
         ...     qml.RY(weights[0], wires=0)
@@ -280,6 +282,7 @@ def audit_one_step(make_model: Callable, make_loss: Callable, dataset, canary, *
         >>> data = torch.utils.data.TensorDataset(torch.zeros(10, 1, dtype=torch.float64),
         ...                                       torch.ones(10, dtype=torch.float64))
         >>> canary = (torch.ones(1, dtype=torch.float64), torch.tensor(1.0))
+        >>> from pennylane_qshiftdp.losses import LinearLoss
         >>> r = audit_one_step(make_model, LinearLoss, data, canary, trials=20,
         ...                    target_epsilon=1.0, target_delta=1e-5)
         >>> r.status, r.proven_refuted, round(r.claimed_epsilon, 3)
