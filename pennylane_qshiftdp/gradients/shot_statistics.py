@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -254,7 +255,7 @@ class ShotStatistics:
         return {name: getattr(self, name).copy() for name in (*_FIELDS, "call")}
 
     @classmethod
-    def from_records(cls, records) -> ShotStatistics:
+    def from_records(cls, records: Iterable[Mapping[str, Any]]) -> ShotStatistics:
         """Inverse of :meth:`to_records` (a missing ``call`` key means call 0).
 
         Args:
@@ -279,7 +280,7 @@ class ShotStatistics:
         return cls(**{name: np.zeros(0) for name in _FIELDS})
 
     @classmethod
-    def concatenate(cls, parts) -> ShotStatistics:
+    def concatenate(cls, parts: Iterable[ShotStatistics]) -> ShotStatistics:
         """Concatenate several :class:`ShotStatistics` (keeps their ``call`` indices)."""
         parts = list(parts)
         if not parts:
@@ -317,7 +318,7 @@ class ShotRecorder:
         0
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._blocks: list[ShotStatistics] = []
         self._tokens: list[contextvars.Token] = []
 
