@@ -42,8 +42,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterable
+from typing import overload
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import beta as beta_dist
 from scipy.stats import binom, norm
 
@@ -68,7 +71,11 @@ __all__ = [
     "split_half_bound",
 ]
 
-def clopper_pearson_lower(k, n, *, alpha: float):
+@overload
+def clopper_pearson_lower(k: int | np.integer, n: int | np.integer, *, alpha: float) -> float: ...
+@overload
+def clopper_pearson_lower(k: ArrayLike, n: ArrayLike, *, alpha: float) -> float | np.ndarray: ...
+def clopper_pearson_lower(k: ArrayLike, n: ArrayLike, *, alpha: float) -> float | np.ndarray:
     r"""One-sided Clopper–Pearson lower confidence bound of a binomial proportion.
 
     .. math::
@@ -104,7 +111,11 @@ def clopper_pearson_lower(k, n, *, alpha: float):
     return float(out) if out.ndim == 0 else out
 
 
-def clopper_pearson_upper(k, n, *, alpha: float):
+@overload
+def clopper_pearson_upper(k: int | np.integer, n: int | np.integer, *, alpha: float) -> float: ...
+@overload
+def clopper_pearson_upper(k: ArrayLike, n: ArrayLike, *, alpha: float) -> float | np.ndarray: ...
+def clopper_pearson_upper(k: ArrayLike, n: ArrayLike, *, alpha: float) -> float | np.ndarray:
     r"""One-sided Clopper–Pearson upper confidence bound of a binomial proportion.
 
     .. math::
@@ -136,7 +147,7 @@ def clopper_pearson_upper(k, n, *, alpha: float):
     return float(out) if out.ndim == 0 else out
 
 
-def _counts(k, n):
+def _counts(k: ArrayLike, n: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     k = np.asarray(k)
     n = np.asarray(n)
     if not (np.issubdtype(k.dtype, np.integer) and np.issubdtype(n.dtype, np.integer)):
@@ -147,7 +158,13 @@ def _counts(k, n):
     return k, n
 
 
-def epsilon_from_rates(tpr_lower, fpr_upper, *, delta: float):
+@overload
+def epsilon_from_rates(tpr_lower: float, fpr_upper: float, *, delta: float) -> float: ...
+@overload
+def epsilon_from_rates(tpr_lower: ArrayLike, fpr_upper: ArrayLike, *,
+                       delta: float) -> float | np.ndarray: ...
+def epsilon_from_rates(tpr_lower: ArrayLike, fpr_upper: ArrayLike, *,
+                       delta: float) -> float | np.ndarray:
     r"""Lower bound on ε from a rejection region's bounded true- and false-positive rates.
 
     For a region :math:`R` with :math:`\mathrm{TPR} = P[M(D') \in R] \ge \mathrm{TPR}^-` and
@@ -267,8 +284,8 @@ def _region_counts(sorted_scores, thresholds, direction):
     return np.searchsorted(sorted_scores, thresholds, side="left")
 
 
-def split_half_bound(scores_d, scores_dprime, *, delta: float, alpha: float,
-                     score: str = "score") -> ScoreBound:
+def split_half_bound(scores_d: ArrayLike, scores_dprime: ArrayLike, *, delta: float,
+                     alpha: float, score: str = "score") -> ScoreBound:
     r"""Split-half Clopper–Pearson lower bound on ε from the scores of two worlds.
 
     The first half of each array (``len // 2`` trials) chooses the threshold and direction that
@@ -349,7 +366,11 @@ def split_half_bound(scores_d, scores_dprime, *, delta: float, alpha: float,
 
 
 # ============================================================================ Gaussian DP
-def gdp_delta(epsilon, mu):
+@overload
+def gdp_delta(epsilon: float, mu: float) -> float: ...
+@overload
+def gdp_delta(epsilon: ArrayLike, mu: ArrayLike) -> float | np.ndarray: ...
+def gdp_delta(epsilon: ArrayLike, mu: ArrayLike) -> float | np.ndarray:
     r"""The δ(ε) of a μ-GDP mechanism (the Gaussian mechanism of sensitivity 1 and noise 1/μ).
 
     .. math::
@@ -556,7 +577,7 @@ def _gdp_select(sel_d, sel_dp, n_d, n_dp, alpha):
     return best[2], best[3]
 
 
-def gdp_bound(scores_d, scores_dprime, *, delta: float, alpha: float,
+def gdp_bound(scores_d: ArrayLike, scores_dprime: ArrayLike, *, delta: float, alpha: float,
               select_fraction: float = 0.25, score: str = "score") -> GDPBound:
     r"""Gaussian-DP lower bound on μ and ε from the scores of two worlds (held-out threshold).
 
@@ -790,8 +811,8 @@ class OneRunBound:
         return d
 
 
-def one_run_bound(scores, included, *, delta: float, alpha: float, guesses=None,
-                  score: str = "score") -> OneRunBound:
+def one_run_bound(scores: ArrayLike, included: ArrayLike, *, delta: float, alpha: float,
+                  guesses: Iterable[int] | None = None, score: str = "score") -> OneRunBound:
     r"""One-run lower bound on ε from canary scores and their (coin-flip) membership.
 
     For each guess count r in ``guesses`` the auditor guesses "in" for the
@@ -853,7 +874,7 @@ def one_run_bound(scores, included, *, delta: float, alpha: float, guesses=None,
 
 
 def max_certifiable_one_run_epsilon(m: int, *, delta: float, alpha: float,
-                                    guesses=None) -> float:
+                                    guesses: Iterable[int] | None = None) -> float:
     r"""The ceiling of :func:`one_run_bound`: every guess correct, best guess count.
 
     Args:
