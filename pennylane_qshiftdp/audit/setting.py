@@ -179,7 +179,7 @@ def audit_setting(mode: str | None = None, *, credit: str | None = None,
         layer = qml.qnn.TorchLayer(qnode, {"weights": (1,)}).double()
         with torch.no_grad():
             layer.weights.fill_(theta)
-        extra = {"recorder": recorder} if recorder is not None else {}
+        extra: dict[str, Any] = {"recorder": recorder} if recorder is not None else {}
         if q_dep:
             from qprldp_core import certify_device
 

@@ -37,7 +37,7 @@ import math
 import time
 import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -309,8 +309,8 @@ def optimizer_release(optimizer_class: type[DPOptimizer] = QShiftDPOptimizer, *,
         params = [torch.nn.Parameter(torch.zeros(s, dtype=torch.float64)) for s in shapes]
         gen = torch.Generator().manual_seed(int(seed))
         batch = max(n, 1) if expected_batch_size is None else float(expected_batch_size)
-        kw = dict(noise_multiplier=sigma, max_grad_norm=float(max_grad_norm),
-                  expected_batch_size=batch, generator=gen)
+        kw: dict[str, Any] = dict(noise_multiplier=sigma, max_grad_norm=float(max_grad_norm),
+                                  expected_batch_size=batch, generator=gen)
         if product:
             kw["ledger"] = PrivacyLedger(target_epsilon=target_epsilon,
                                          target_delta=target_delta, noise_multiplier=sigma,
@@ -328,11 +328,10 @@ def optimizer_release(optimizer_class: type[DPOptimizer] = QShiftDPOptimizer, *,
         for _ in range(steps):
             opt.zero_grad(set_to_none=True)
             for p, a, b, s in zip(params, slices[:-1], slices[1:], shapes, strict=True):
-                p.grad_sample = g[:, a:b].reshape(n, *s).clone()
+                p.grad_sample = g[:, a:b].reshape(n, *s).clone()  # type: ignore[attr-defined]
                 p.grad = torch.zeros_like(p)
             opt.step()
-        out = torch.cat([(-p.detach()).reshape(-1) for p in params]) * batch / lr
-        out = out.numpy()
+        out = (torch.cat([(-p.detach()).reshape(-1) for p in params]) * batch / lr).numpy()
         if adaptive_clipping is not None:
             out = np.append(out, math.log(c0 / float(opt.max_grad_norm)))
         ledger = getattr(opt, "ledger", None)

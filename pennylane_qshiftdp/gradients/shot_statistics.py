@@ -184,6 +184,7 @@ class ShotStatistics:
                 )
             arr.setflags(write=False)
             object.__setattr__(self, name, arr)
+        assert n is not None  # _FIELDS is not empty
         call = np.zeros(n, np.int64) if self.call is None else np.asarray(self.call, np.int64)
         call = np.broadcast_to(call.reshape(-1) if call.ndim else call, (n,)).copy()
         call.setflags(write=False)

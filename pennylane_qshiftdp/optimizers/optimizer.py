@@ -463,6 +463,7 @@ class QShiftDPOptimizer(DPOptimizer):
         if self.credit == "none":
             return None
         layer = self.credit_layer
+        assert layer is not None and self.recorder is not None  # a credit mode requires both
         sample = layer.evaluations.last_grad_sample
         stats = self.recorder.statistics
         if self._step_stats.get("batch_examples", 0) == 0 or len(stats) == 0 or sample is None:

@@ -70,7 +70,7 @@ def _leaf_gradients(params, leaves):
 
 def param_dependencies(params, x_leaf, w_leaves):
     """For every tape parameter: (depends on inputs, row of ∂φ/∂θ or None, ∂φ[b]/∂x[b])."""
-    deps = []
+    deps: list[tuple[bool, torch.Tensor | None, torch.Tensor | None]] = []
     leaves = [x_leaf, *w_leaves]
     per_param = iter(_leaf_gradients(params, leaves))
     for p in params:

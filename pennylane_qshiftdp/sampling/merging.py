@@ -64,7 +64,8 @@ def _stack_operations(template, column):
     parameters (``k``: the tape parameter index, ``ndim``: the gate's unbroadcast parameter
     dimension or ``None``); returns ``(stacked, number of operation parameters)``, with
     ``stacked`` ``None`` if a column is :data:`_NO_MERGE` or a gate has no ``ndim_params``."""
-    stacked, k = [], 0
+    stacked: list[list | None] = []
+    k = 0
     for op in template.operations:
         if not op.data:
             stacked.append(None)
