@@ -169,7 +169,7 @@ def audit_setting(mode: str | None = None, *, credit: str | None = None,
     circuit = _setting_circuit(q_dep)
     use_recorder = credit not in ("none",) and credit is not None
 
-    def make_model(device_seed):
+    def make_model(device_seed: int) -> tuple[qml.qnn.TorchLayer, dict[str, Any]]:
         dev = qml.device("default.mixed" if q_dep else "default.qubit", wires=1,
                          seed=device_seed)
         recorder = ShotRecorder() if use_recorder else None

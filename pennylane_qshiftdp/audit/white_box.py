@@ -299,7 +299,7 @@ def optimizer_release(optimizer_class: type[DPOptimizer] = QShiftDPOptimizer, *,
     extra = dict(optimizer_kwargs or {})
     product = issubclass(optimizer_class, QShiftDPOptimizer)
 
-    def release(gradients, seed):
+    def release(gradients: ArrayLike, seed: int) -> tuple[np.ndarray, dict[str, float | None]]:
         g = torch.as_tensor(gradients, dtype=torch.float64)
         g = g.reshape(g.shape[0], -1) if g.ndim else g.reshape(1, 1)
         if g.shape[1] != sum(sizes):

@@ -100,7 +100,7 @@ def post_process_recording(results, *, tape, plans, num_tapes, per_tape, fn, rec
     return grad
 
 
-def _record(recorder, coeffs, stats, copy_shots, num_meas):
+def _record(recorder, coeffs, stats, copy_shots, num_meas) -> None:
     params, tapes = np.nonzero(coeffs)
     cols: dict[str, list] = {
         k: [] for k in ("shots", "mean", "variance", "fourth_moment", "coefficient",
