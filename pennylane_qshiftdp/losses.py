@@ -17,6 +17,7 @@ from __future__ import annotations
 import abc
 import math
 import warnings
+from collections.abc import Callable
 
 import torch
 
@@ -61,7 +62,8 @@ class BoundedLoss(abc.ABC):
         """Per-example losses, shape ``(batch,)``."""
 
     @abc.abstractmethod
-    def grad_bounds(self, *, output_range, num_outputs) -> tuple[float, float]:
+    def grad_bounds(self, *, output_range: tuple[float, float],
+                    num_outputs: int) -> tuple[float, float]:
         r"""Certified ``(L1, L2)`` bounds on :math:`\nabla_f\ell` for outputs in ``output_range``.
 
         Args:
@@ -75,7 +77,8 @@ class BoundedLoss(abc.ABC):
         (grad,) = torch.autograd.grad(self(out, targets).sum(), out)
         return grad.reshape(grad.shape[0], -1) if grad.ndim else grad.reshape(1, 1)
 
-    def check(self, outputs, targets, *, output_range, num_outputs=None) -> torch.Tensor:
+    def check(self, outputs: torch.Tensor, targets: torch.Tensor, *,
+              output_range: tuple[float, float], num_outputs: int | None = None) -> torch.Tensor:
         r"""Compute :math:`\partial\ell/\partial f` and raise if it exceeds the certified bounds.
 
         Raises:
@@ -84,8 +87,10 @@ class BoundedLoss(abc.ABC):
         grad = self.output_gradients(outputs, targets)
         return self.verify(grad, output_range=output_range, num_outputs=num_outputs)
 
-    def verify(self, grad: torch.Tensor, *, output_range, num_outputs=None,
-               hint: str = "the outputs or targets are outside the declared range"):
+    def verify(self, grad: torch.Tensor, *, output_range: tuple[float, float],
+               num_outputs: int | None = None,
+               hint: str = "the outputs or targets are outside the declared range"
+               ) -> torch.Tensor:
         r"""Raise if per-example gradients ``grad`` (shape ``(B, M)``) exceed the certified bounds.
 
         Returns:
@@ -123,7 +128,7 @@ class LinearLoss(BoundedLoss):
 
     name = "linear loss"
 
-    def __call__(self, outputs, targets):
+    def __call__(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         outputs, targets = _as_2d(outputs), _as_2d(targets).to(outputs.dtype)
         if targets.numel() and targets.abs().max() > 1:
             raise ValueError(
@@ -138,7 +143,8 @@ class LinearLoss(BoundedLoss):
                 PrivacyWarning, stacklevel=2)
         return -(targets * outputs).mean(dim=1)
 
-    def grad_bounds(self, *, output_range, num_outputs):
+    def grad_bounds(self, *, output_range: tuple[float, float],
+                    num_outputs: int) -> tuple[float, float]:
         _check_range(output_range)
         m = _check_num_outputs(num_outputs)
         return 1.0, 1.0 / math.sqrt(m)
@@ -162,13 +168,14 @@ class MarginLoss(BoundedLoss):
     def __init__(self, margin: float = 1.0):
         self.margin = check_nonnegative_float(margin, "margin")
 
-    def __call__(self, outputs, targets):
+    def __call__(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         outputs, targets = _as_2d(outputs), _as_2d(targets).to(outputs.dtype)
         if outputs.shape[1] != 1:
             raise ValueError(f"MarginLoss takes one output per example. Found {outputs.shape[1]}.")
         return torch.clamp(self.margin - targets[:, 0] * outputs[:, 0], min=0.0)
 
-    def grad_bounds(self, *, output_range, num_outputs):
+    def grad_bounds(self, *, output_range: tuple[float, float],
+                    num_outputs: int) -> tuple[float, float]:
         _check_range(output_range)
         if _check_num_outputs(num_outputs) != 1:
             raise ValueError(f"MarginLoss takes one output per example. Found {num_outputs}.")
@@ -195,7 +202,7 @@ class MSELoss(BoundedLoss):
     def __init__(self, target_bound: float = 1.0):
         self.target_bound = check_nonnegative_float(target_bound, "target_bound")
 
-    def __call__(self, outputs, targets):
+    def __call__(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         outputs, targets = _as_2d(outputs), _as_2d(targets).to(outputs.dtype)
         if targets.numel() and targets.abs().max().item() > self.target_bound:
             raise ValueError(
@@ -204,7 +211,8 @@ class MSELoss(BoundedLoss):
             )
         return ((outputs - targets) ** 2).mean(dim=1)
 
-    def grad_bounds(self, *, output_range, num_outputs):
+    def grad_bounds(self, *, output_range: tuple[float, float],
+                    num_outputs: int) -> tuple[float, float]:
         lo, hi = _check_range(output_range)
         m = _check_num_outputs(num_outputs)
         per = 2.0 * (max(abs(lo), abs(hi)) + self.target_bound) / m
@@ -233,7 +241,7 @@ class SoftmaxCrossEntropyLoss(BoundedLoss):
     def __init__(self, logit_scale: float = 1.0):
         self.logit_scale = check_positive_float(logit_scale, "logit_scale")
 
-    def __call__(self, outputs, targets):
+    def __call__(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         outputs = _as_2d(outputs)
         targets = torch.as_tensor(targets).reshape(-1).long()
         if outputs.shape[1] < 2:
@@ -249,7 +257,8 @@ class SoftmaxCrossEntropyLoss(BoundedLoss):
             self.logit_scale * outputs, targets, reduction="none"
         )
 
-    def grad_bounds(self, *, output_range, num_outputs):
+    def grad_bounds(self, *, output_range: tuple[float, float],
+                    num_outputs: int) -> tuple[float, float]:
         _check_range(output_range)
         _check_num_outputs(num_outputs)
         return 2.0 * self.logit_scale, math.sqrt(2.0) * self.logit_scale
@@ -274,7 +283,8 @@ class DeclaredLoss(BoundedLoss):
 
     name = "declared loss"
 
-    def __init__(self, fn, *, grad_l1: float, grad_l2: float | None = None):
+    def __init__(self, fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], *,
+                 grad_l1: float, grad_l2: float | None = None):
         if not callable(fn):
             raise TypeError(f"`fn` must be callable. Found {type(fn).__name__}.")
         grad_l2 = grad_l1 if grad_l2 is None else grad_l2
@@ -282,10 +292,11 @@ class DeclaredLoss(BoundedLoss):
         self.grad_l1 = check_positive_float(grad_l1, "grad_l1")
         self.grad_l2 = check_positive_float(grad_l2, "grad_l2")
 
-    def __call__(self, outputs, targets):
+    def __call__(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         return self.fn(outputs, targets)
 
-    def grad_bounds(self, *, output_range, num_outputs):
+    def grad_bounds(self, *, output_range: tuple[float, float],
+                    num_outputs: int) -> tuple[float, float]:
         _check_range(output_range)
         _check_num_outputs(num_outputs)
         return self.grad_l1, self.grad_l2

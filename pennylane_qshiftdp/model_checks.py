@@ -8,9 +8,11 @@ depended on a private example would itself reveal it.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Sequence
 
 import pennylane as qml
 import torch
+from numpy.typing import ArrayLike
 from opacus import GradSampleModule
 from opacus.validators import ModuleValidator
 
@@ -99,7 +101,9 @@ def modules_after(module, layer, example) -> list[str] | None:
 _PROBE_ROWS = 4
 
 
-def check_per_example_loss(criterion, output_shape, target_example, *, seed: int = 0) -> None:
+def check_per_example_loss(criterion: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+                           output_shape: Sequence[int], target_example: ArrayLike | torch.Tensor,
+                           *, seed: int = 0) -> None:
     r"""Refuse a loss whose gradient for one row depends on the other rows.
 
     The guarantee needs the back-propagated loss to be a sum (or mean) of per-example terms

@@ -24,8 +24,10 @@ import dataclasses
 import math
 import os
 import warnings
+from collections.abc import Callable
 
 import torch
+from numpy.typing import ArrayLike
 from opacus import GradSampleModule
 
 from . import qnn
@@ -95,7 +97,7 @@ class _Clipping:
     clip: float
     groups: list | None
     info: dict
-    public_fn: object = None
+    public_fn: Callable[[int], float] | None = None
     adaptive: dict | None = None
 
 
@@ -395,17 +397,20 @@ def _randomness(secure_mode: bool, seed) -> str:
 
 def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
                  data_loader: torch.utils.data.DataLoader, *, target_epsilon: float,
-                 target_delta: float, epochs: float, max_grad_norm="certified",
+                 target_delta: float, epochs: float, max_grad_norm: float | str = "certified",
                  loss: BoundedLoss | None = None, classical_max_grad_norm: float | None = None,
                  credit: str = "none", beta: float = 0.0, adjacency: str = "add_remove",
                  accountant: str = "rdp", variance_floor: float = 0.0,
                  variance_floor_source: str = "declared", recorder: ShotRecorder | None = None,
                  proven_epsilon_factor: float = DEFAULT_PROVEN_EPSILON_FACTOR,
                  strict: bool = False, adaptive_clipping: dict | None = None,
-                 seed: int | None = None, secure_mode: bool = False, jacobian_bound=None,
+                 seed: int | None = None, secure_mode: bool = False,
+                 jacobian_bound: ArrayLike | None = None,
                  loss_reduction: str = "mean", sample_rate: float | None = None,
                  distributed: bool = False, input_range: tuple[float, float] | None = None,
-                 preprocessing_note: str | None = None, criterion=None):
+                 preprocessing_note: str | None = None,
+                 criterion: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
+                 ) -> tuple[GradSampleModule, QShiftDPOptimizer, torch.utils.data.DataLoader]:
     r"""Make a quantum or hybrid model, its optimizer and data loader private (Opacus).
 
     What the guarantee needs from the training loop (each is either checked or refused):

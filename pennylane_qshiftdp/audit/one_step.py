@@ -65,12 +65,15 @@ References:
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from .._validation import (
     check_delta,
@@ -211,12 +214,14 @@ def _jsonable(v):
     return type(v).__name__
 
 
-def audit_one_step(make_model: Callable, make_loss: Callable, dataset, canary, *, trials: int,
-                   seed: int = 0, lattice_step=None, canary_direction=None,
-                   confidence: float = 0.95, label: str | None = None, plot_path=None,
+def audit_one_step(make_model: Callable, make_loss: Callable, dataset: torch.utils.data.Dataset,
+                   canary: tuple[torch.Tensor, torch.Tensor], *, trials: int, seed: int = 0,
+                   lattice_step: ArrayLike | None = None,
+                   canary_direction: ArrayLike | None = None, confidence: float = 0.95,
+                   label: str | None = None, plot_path: str | os.PathLike | None = None,
                    fresh: bool = False, progress: Callable | None = None,
-                   estimators=("clopper_pearson", "gdp"),
-                   **make_private_kwargs) -> AuditResult:
+                   estimators: Collection[str] = ("clopper_pearson", "gdp"),
+                   **make_private_kwargs: Any) -> AuditResult:
     r"""Audit one private step of :func:`make_private` on :math:`D` and :math:`D' = D + z`.
 
     Per world and trial the audit resets the model's weights, the optimizer and the ledger to

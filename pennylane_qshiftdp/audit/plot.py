@@ -3,6 +3,9 @@ r"""Histograms of an audit's scores with the chosen thresholds (matplotlib, impo
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -11,7 +14,7 @@ from .result import AuditResult
 __all__ = ["plot_audit", "plot_one_run"]
 
 
-def plot_audit(result: AuditResult, path) -> None:
+def plot_audit(result: AuditResult, path: str | os.PathLike) -> None:
     r"""Histograms of the scores on :math:`D` and :math:`D'` with the chosen thresholds (PNG).
 
     One panel per score; the thresholds chosen on the selection trials (Clopper–Pearson and
@@ -74,7 +77,7 @@ def plot_audit(result: AuditResult, path) -> None:
     plt.close(fig)
 
 
-def plot_one_run(result, path) -> None:
+def plot_one_run(result: Mapping[str, Any], path: str | os.PathLike) -> None:
     r"""Histogram of a one-run audit's canary scores, included vs excluded, with the guesses.
 
     The scores of the canaries whose coin included them and of those it left out, and the

@@ -8,9 +8,11 @@ Gaussian-DP per score, at a Bonferroni-split level so that every reported number
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .statistics import (
     GDPBound,
@@ -201,9 +203,12 @@ def _sanitise(s_d, s_dp, fail_d, fail_dp):
     return s_d, s_dp
 
 
-def analyse_releases(releases_d, releases_dp, *, scorers: Mapping[str, Callable],
-                     delta: float, confidence: float, fail_d=None, fail_dp=None,
-                     errors: tuple[str, ...] = (), estimators=("clopper_pearson", "gdp")):
+def analyse_releases(releases_d: ArrayLike, releases_dp: ArrayLike, *,
+                     scorers: Mapping[str, Callable], delta: float, confidence: float,
+                     fail_d: ArrayLike | None = None, fail_dp: ArrayLike | None = None,
+                     errors: tuple[str, ...] = (),
+                     estimators: Collection[str] = ("clopper_pearson", "gdp")
+                     ) -> dict[str, Any]:
     r"""Scores, bounds, ceilings and findings from the releases of two worlds.
 
     Every score in ``scorers`` and every estimator gets two one-sided Clopper–Pearson bounds

@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["lattice_score", "projection_score"]
 
 
-def projection_score(releases, direction) -> np.ndarray:
+def projection_score(releases: ArrayLike, direction: ArrayLike) -> np.ndarray:
     r"""Releases projected on a direction: :math:`s_i = \langle r_i, u\rangle / \|u\|_2`.
 
     Args:
@@ -38,7 +39,7 @@ def projection_score(releases, direction) -> np.ndarray:
     return r @ (u / norm)
 
 
-def lattice_score(releases, step) -> np.ndarray:
+def lattice_score(releases: ArrayLike, step: ArrayLike) -> np.ndarray:
     r"""Euclidean distance of each release from the lattice :math:`h\mathbb Z^K`.
 
     .. math::

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Collection
+from typing import Any
 
 import pennylane as qml
 import torch
@@ -52,15 +54,17 @@ def _setting_circuit(q_dep: float):
     return circuit
 
 
-def audit_setting(mode: str | None = None, *, credit: str | None = None, max_grad_norm=None,
+def audit_setting(mode: str | None = None, *, credit: str | None = None,
+                  max_grad_norm: float | str | None = None,
                   shots: int = 2, trials: int = 2000, seed: int = 0, theta: float = 0.3,
                   num_examples: int = 30, target_epsilon: float = 2.0,
-                  target_delta: float = 1e-5, beta: float = 1e-3, depolarizing=None,
+                  target_delta: float = 1e-5, beta: float = 1e-3,
+                  depolarizing: float | None = None,
                   clip_norm: float = 0.5, canary_label: float | None = None,
                   background: str = "shot", proven_epsilon_factor: float | None = None,
-                  confidence: float = 0.95, plot_path=None, fresh: bool = False,
-                  progress: Callable | None = None,
-                  estimators=("clopper_pearson", "gdp")) -> AuditResult:
+                  confidence: float = 0.95, plot_path: str | os.PathLike | None = None,
+                  fresh: bool = False, progress: Callable | None = None,
+                  estimators: Collection[str] = ("clopper_pearson", "gdp")) -> AuditResult:
     r"""Audit one step of the one-qubit setting that refuted the first version's shot-noise credit.
 
     Circuit ``RY(x) RY(θ)`` on one qubit, ⟨Z⟩, one weight θ (``theta``), a QNode with
@@ -165,7 +169,7 @@ def audit_setting(mode: str | None = None, *, credit: str | None = None, max_gra
     circuit = _setting_circuit(q_dep)
     use_recorder = credit not in ("none",) and credit is not None
 
-    def make_model(device_seed):
+    def make_model(device_seed: int) -> tuple[qml.qnn.TorchLayer, dict[str, Any]]:
         dev = qml.device("default.mixed" if q_dep else "default.qubit", wires=1,
                          seed=device_seed)
         recorder = ShotRecorder() if use_recorder else None
@@ -175,7 +179,7 @@ def audit_setting(mode: str | None = None, *, credit: str | None = None, max_gra
         layer = qml.qnn.TorchLayer(qnode, {"weights": (1,)}).double()
         with torch.no_grad():
             layer.weights.fill_(theta)
-        extra = {"recorder": recorder} if recorder is not None else {}
+        extra: dict[str, Any] = {"recorder": recorder} if recorder is not None else {}
         if q_dep:
             from qprldp_core import certify_device
 
@@ -192,8 +196,8 @@ def audit_setting(mode: str | None = None, *, credit: str | None = None, max_gra
           else torch.zeros(n, dtype=torch.float64))
     canary = (torch.tensor([math.pi / 2 - theta], dtype=torch.float64),
               torch.tensor(float(canary_label), dtype=torch.float64))
-    kwargs = dict(target_epsilon=target_epsilon, target_delta=target_delta,
-                  max_grad_norm=max_grad_norm, credit=credit)
+    kwargs: dict[str, Any] = dict(target_epsilon=target_epsilon, target_delta=target_delta,
+                                  max_grad_norm=max_grad_norm, credit=credit)
     if credit in ("adaptive", "isotropic"):
         kwargs["beta"] = beta
     if proven_epsilon_factor is not None:

@@ -36,10 +36,12 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from .._validation import check_delta, check_epsilon, check_positive_int, check_probability
 from ..accountants.calibration import calibrate_noise_multiplier
@@ -48,6 +50,9 @@ from ..optimizers.optimizer import QShiftDPOptimizer
 from .result import AuditResult, analyse_releases
 from .scores import projection_score
 from .statistics import OneRunBound, max_certifiable_one_run_epsilon, one_run_bound
+
+if TYPE_CHECKING:
+    from opacus.optimizers import DPOptimizer
 
 __all__ = [
     "OneRunResult",
@@ -82,11 +87,13 @@ def _split_claim(out):
             None if credited is None else float(credited))
 
 
-def audit_release(release: Callable, dataset, dataset_with_canary, *, delta: float,
-                  trials: int = 2000, seed: int = 0, claimed_epsilon: float | None = None,
-                  target_epsilon: float | None = None, canary_direction=None,
+def audit_release(release: Callable, dataset: object, dataset_with_canary: object, *,
+                  delta: float, trials: int = 2000, seed: int = 0,
+                  claimed_epsilon: float | None = None, target_epsilon: float | None = None,
+                  canary_direction: ArrayLike | None = None,
                   scores: Mapping[str, Callable] | None = None, confidence: float = 0.95,
-                  estimators=("clopper_pearson", "gdp"), label: str = "release",
+                  estimators: Collection[str] = ("clopper_pearson", "gdp"),
+                  label: str = "release",
                   settings: Mapping | None = None, progress: Callable | None = None
                   ) -> AuditResult:
     r"""Audit any mechanism given as ``release(dataset, seed)`` on :math:`D` and :math:`D'`.
@@ -227,9 +234,11 @@ def _group_sizes(shapes):
     return shapes, [math.prod(s) for s in shapes]
 
 
-def optimizer_release(optimizer_class=QShiftDPOptimizer, *, target_epsilon: float,
-                      target_delta: float, steps: int = 1, max_grad_norm: float = 1.0,
-                      shapes=((2,),), clip_norms=None, adaptive_clipping: Mapping | None = None,
+def optimizer_release(optimizer_class: type[DPOptimizer] = QShiftDPOptimizer, *,
+                      target_epsilon: float, target_delta: float, steps: int = 1,
+                      max_grad_norm: float = 1.0, shapes: Sequence[Sequence[int]] = ((2,),),
+                      clip_norms: Sequence[float] | None = None,
+                      adaptive_clipping: Mapping | None = None,
                       accountant: str = "rdp", lr: float = 1.0,
                       expected_batch_size: float | None = None,
                       optimizer_kwargs: Mapping | None = None) -> Callable:
@@ -290,7 +299,7 @@ def optimizer_release(optimizer_class=QShiftDPOptimizer, *, target_epsilon: floa
     extra = dict(optimizer_kwargs or {})
     product = issubclass(optimizer_class, QShiftDPOptimizer)
 
-    def release(gradients, seed):
+    def release(gradients: ArrayLike, seed: int) -> tuple[np.ndarray, dict[str, float | None]]:
         g = torch.as_tensor(gradients, dtype=torch.float64)
         g = g.reshape(g.shape[0], -1) if g.ndim else g.reshape(1, 1)
         if g.shape[1] != sum(sizes):
@@ -300,8 +309,8 @@ def optimizer_release(optimizer_class=QShiftDPOptimizer, *, target_epsilon: floa
         params = [torch.nn.Parameter(torch.zeros(s, dtype=torch.float64)) for s in shapes]
         gen = torch.Generator().manual_seed(int(seed))
         batch = max(n, 1) if expected_batch_size is None else float(expected_batch_size)
-        kw = dict(noise_multiplier=sigma, max_grad_norm=float(max_grad_norm),
-                  expected_batch_size=batch, generator=gen)
+        kw: dict[str, Any] = dict(noise_multiplier=sigma, max_grad_norm=float(max_grad_norm),
+                                  expected_batch_size=batch, generator=gen)
         if product:
             kw["ledger"] = PrivacyLedger(target_epsilon=target_epsilon,
                                          target_delta=target_delta, noise_multiplier=sigma,
@@ -319,11 +328,10 @@ def optimizer_release(optimizer_class=QShiftDPOptimizer, *, target_epsilon: floa
         for _ in range(steps):
             opt.zero_grad(set_to_none=True)
             for p, a, b, s in zip(params, slices[:-1], slices[1:], shapes, strict=True):
-                p.grad_sample = g[:, a:b].reshape(n, *s).clone()
+                p.grad_sample = g[:, a:b].reshape(n, *s).clone()  # type: ignore[attr-defined]
                 p.grad = torch.zeros_like(p)
             opt.step()
-        out = torch.cat([(-p.detach()).reshape(-1) for p in params]) * batch / lr
-        out = out.numpy()
+        out = (torch.cat([(-p.detach()).reshape(-1) for p in params]) * batch / lr).numpy()
         if adaptive_clipping is not None:
             out = np.append(out, math.log(c0 / float(opt.max_grad_norm)))
         ledger = getattr(opt, "ledger", None)
@@ -336,9 +344,10 @@ def optimizer_release(optimizer_class=QShiftDPOptimizer, *, target_epsilon: floa
     return release
 
 
-def zero_background(shapes=((2,),), *, background: int = 1, canary_norm: float = 4.0,
-                    max_grad_norm: float = 1.0, clip_norms=None, orthogonal: bool = False,
-                    seed: int = 0):
+def zero_background(shapes: Sequence[Sequence[int]] = ((2,),), *, background: int = 1,
+                    canary_norm: float = 4.0, max_grad_norm: float = 1.0,
+                    clip_norms: Sequence[float] | None = None, orthogonal: bool = False,
+                    seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
     r"""The crafted-gradient data sets :math:`D` and :math:`D'` of the white-box audit.
 
     :math:`D`: ``background`` examples with zero gradient (``orthogonal=False``, the "zero
@@ -391,12 +400,15 @@ def zero_background(shapes=((2,),), *, background: int = 1, canary_norm: float =
     return d, torch.cat([d, canary[None]]), direction
 
 
-def audit_optimizer(optimizer_class=QShiftDPOptimizer, *, target_epsilon: float = 2.0,
-                    target_delta: float = 1e-5, steps: int = 1, trials: int = 10000,
-                    seed: int = 0, shapes=((2,),), max_grad_norm: float = 1.0, clip_norms=None,
-                    canary_norm: float = 4.0, background: int = 1, orthogonal: bool = False,
+def audit_optimizer(optimizer_class: type[DPOptimizer] = QShiftDPOptimizer, *,
+                    target_epsilon: float = 2.0, target_delta: float = 1e-5, steps: int = 1,
+                    trials: int = 10000, seed: int = 0,
+                    shapes: Sequence[Sequence[int]] = ((2,),), max_grad_norm: float = 1.0,
+                    clip_norms: Sequence[float] | None = None, canary_norm: float = 4.0,
+                    background: int = 1, orthogonal: bool = False,
                     adaptive_clipping: Mapping | None = None, confidence: float = 0.95,
-                    estimators=("clopper_pearson", "gdp"), accountant: str = "rdp",
+                    estimators: Collection[str] = ("clopper_pearson", "gdp"),
+                    accountant: str = "rdp",
                     optimizer_kwargs: Mapping | None = None, label: str | None = None,
                     progress: Callable | None = None) -> AuditResult:
     r"""White-box audit of a DP optimizer with a full-sensitivity gradient canary.
@@ -504,11 +516,12 @@ class OneRunResult(dict):
                 f"{self['ceiling']:.2f}: {self['verdict']} [{self['seconds']:.1f} s]")
 
 
-def audit_optimizer_one_run(optimizer_class=QShiftDPOptimizer, *, canaries: int = 1000,
-                            target_epsilon: float = 2.0, target_delta: float = 1e-5,
-                            steps: int = 1, seed: int = 0, max_grad_norm: float = 1.0,
-                            canary_norm: float = 4.0, confidence: float = 0.95,
-                            guesses=None, accountant: str = "rdp",
+def audit_optimizer_one_run(optimizer_class: type[DPOptimizer] = QShiftDPOptimizer, *,
+                            canaries: int = 1000, target_epsilon: float = 2.0,
+                            target_delta: float = 1e-5, steps: int = 1, seed: int = 0,
+                            max_grad_norm: float = 1.0, canary_norm: float = 4.0,
+                            confidence: float = 0.95, guesses: Iterable[int] | None = None,
+                            accountant: str = "rdp",
                             optimizer_kwargs: Mapping | None = None,
                             label: str | None = None) -> OneRunResult:
     r"""One-run white-box audit: m gradient canaries, each in or out by a fair coin, one run.

@@ -65,7 +65,10 @@ References:
 
 from __future__ import annotations
 
+from typing import overload
+
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import beta as _beta_dist
 
 from .._validation import check_probability
@@ -130,7 +133,13 @@ def _max_sample_variance(n: np.ndarray, width: np.ndarray) -> np.ndarray:
     return width**2 * half * (n - half) / (n * (n - 1.0))
 
 
-def max_sample_variance(shots, *, low, high):
+@overload
+def max_sample_variance(shots: int | np.integer, *, low: float, high: float) -> float: ...
+@overload
+def max_sample_variance(shots: ArrayLike, *, low: ArrayLike, high: ArrayLike
+                        ) -> float | np.ndarray: ...
+def max_sample_variance(shots: ArrayLike, *, low: ArrayLike, high: ArrayLike
+                        ) -> float | np.ndarray:
     r"""Largest possible unbiased sample variance of ``shots`` values in ``[low, high]``.
 
     .. math::
@@ -226,7 +235,9 @@ def _bernstein(s2, u, n, width, log_inv_alpha):
     return np.maximum(out, 0.0)
 
 
-def hoeffding_variance_lower_bound(variances, *, weights, shots, low, high, alpha):
+def hoeffding_variance_lower_bound(variances: ArrayLike, *, weights: ArrayLike,
+                                   shots: ArrayLike, low: ArrayLike, high: ArrayLike,
+                                   alpha: float) -> float | np.ndarray:
     r"""Distribution-free (Hoeffding) lower confidence bound on :math:`V = \sum_t u_t v_t`.
 
     .. math::
@@ -274,7 +285,9 @@ def hoeffding_variance_lower_bound(variances, *, weights, shots, low, high, alph
     return _finish(_hoeffding(s2, u, n, width, -np.log(alpha)))
 
 
-def bernstein_variance_lower_bound(variances, *, weights, shots, low, high, alpha):
+def bernstein_variance_lower_bound(variances: ArrayLike, *, weights: ArrayLike,
+                                   shots: ArrayLike, low: ArrayLike, high: ArrayLike,
+                                   alpha: float) -> float | np.ndarray:
     r"""Distribution-free (Bernstein, self-bounding) lower confidence bound on :math:`V`.
 
     .. math::
@@ -368,7 +381,9 @@ def _clopper_pearson(k, u, n, width, alpha):
     return np.sum(u * width**2 * q, axis=-1)
 
 
-def clopper_pearson_variance_lower_bound(means, *, weights, shots, low, high, alpha):
+def clopper_pearson_variance_lower_bound(means: ArrayLike, *, weights: ArrayLike,
+                                         shots: ArrayLike, low: ArrayLike, high: ArrayLike,
+                                         alpha: float) -> float | np.ndarray:
     r"""Exact lower confidence bound on :math:`V = \sum_t u_t R_t^2 p_t(1-p_t)` for
     two-outcome circuits (single-shot values :math:`\ell_t` or :math:`h_t` only).
 
@@ -429,7 +444,9 @@ def clopper_pearson_variance_lower_bound(means, *, weights, shots, low, high, al
     return _finish(_clopper_pearson(k, u, n, width, alpha))
 
 
-def variance_lower_bound(variances, *, weights, shots, low, high, alpha, means=None):
+def variance_lower_bound(variances: ArrayLike, *, weights: ArrayLike, shots: ArrayLike,
+                         low: ArrayLike, high: ArrayLike, alpha: float,
+                         means: ArrayLike | None = None) -> float | np.ndarray:
     r"""Lower confidence bound on :math:`V = \sum_t u_t v_t` used by the adaptive credit.
 
     .. math::

@@ -24,6 +24,7 @@ that refuses with the conversion to use.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 
 import pennylane as qml
 import torch
@@ -37,7 +38,8 @@ from ..qnn.torch_layer import TorchLayer
 __all__ = ["torch_layer_grad_sampler"]
 
 
-def torch_layer_grad_sampler(layer, activations, backprops):
+def torch_layer_grad_sampler(layer: TorchLayer, activations: Sequence[torch.Tensor],
+                             backprops: torch.Tensor) -> dict[torch.nn.Parameter, torch.Tensor]:
     r"""Opacus grad sampler of :class:`pennylane_qshiftdp.qnn.TorchLayer` (registered there).
 
     Args:

@@ -100,11 +100,11 @@ def post_process_recording(results, *, tape, plans, num_tapes, per_tape, fn, rec
     return grad
 
 
-def _record(recorder, coeffs, stats, copy_shots, num_meas):
+def _record(recorder, coeffs, stats, copy_shots, num_meas) -> None:
     params, tapes = np.nonzero(coeffs)
-    cols = {k: [] for k in ("shots", "mean", "variance", "fourth_moment", "coefficient",
-                            "trainable_param", "batch_index", "shot_copy", "measurement",
-                            "tape_index")}
+    cols: dict[str, list] = {
+        k: [] for k in ("shots", "mean", "variance", "fourth_moment", "coefficient",
+                        "trainable_param", "batch_index", "shot_copy", "measurement", "tape_index")}
     for i, t in zip(params.tolist(), tapes.tolist(), strict=True):
         for s, row in enumerate(stats[t]):
             for m in range(num_meas):

@@ -76,7 +76,7 @@ def plan_for(obs) -> ObservablePlan:
     return ObservablePlan("samples", lo, hi, (obs,), (1.0,))
 
 
-def observable_range(obs) -> tuple[float, float]:
+def observable_range(obs: qml.operation.Operator) -> tuple[float, float]:
     r"""Range :math:`[\lambda_-, \lambda_+]` of each shot estimate of :math:`\langle O\rangle`.
 
     For a single observable this is its smallest and largest eigenvalue. For a sum

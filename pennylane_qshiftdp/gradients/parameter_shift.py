@@ -25,6 +25,8 @@ How the statistics are obtained (derived here, see ``docs/transform.md``):
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pennylane as qml
@@ -36,10 +38,15 @@ from .observables import TRANSFORM_NAME, plan_for
 from .shift_rules import expand_tape, pennylane_tapes
 from .shot_statistics import ShotRecorder, active_recorder
 
+if TYPE_CHECKING:
+    from pennylane.tape import QuantumScript, QuantumScriptBatch
+    from pennylane.typing import PostprocessingFn, TensorLike
+
 __all__ = ["param_shift", "validate_shots"]
 
 
-def validate_shots(shots) -> qml.measurements.Shots:
+def validate_shots(shots: int | Sequence[int | tuple[int, int]] | qml.measurements.Shots | None
+                   ) -> qml.measurements.Shots:
     """Check that ``shots`` is ``None`` or made of positive integers; return :class:`Shots`.
 
     Args:
@@ -73,8 +80,12 @@ def validate_shots(shots) -> qml.measurements.Shots:
     return qml.measurements.Shots(shots)
 
 
-def _param_shift(tape, argnum=None, shifts=None, gradient_recipes=None, fallback_fn=None,
-                 f0=None, broadcast=False, recorder=None):
+def _param_shift(tape: QuantumScript, argnum: int | Sequence[int] | None = None,
+                 shifts: Sequence[Sequence[float]] | None = None,
+                 gradient_recipes: Sequence[Sequence[Sequence[float]] | None] | None = None,
+                 fallback_fn: Callable[..., Any] | None = None, f0: TensorLike | None = None,
+                 broadcast: bool = False, recorder: ShotRecorder | None = None
+                 ) -> tuple[QuantumScriptBatch, PostprocessingFn]:
     if fallback_fn is not None:
         raise NotImplementedError(
             f"{TRANSFORM_NAME} does not support `fallback_fn` (found {fallback_fn!r}): a "

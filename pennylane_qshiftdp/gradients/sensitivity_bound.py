@@ -31,10 +31,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 import pennylane as qml
 import torch
+from numpy.typing import ArrayLike
 
 from ..exceptions import SensitivityError
 from ..losses import BoundedLoss, LinearLoss
@@ -221,8 +223,9 @@ def _perturbed(split, rng):
     return weights, data
 
 
-def sensitivity(qnode, *args, loss: BoundedLoss | None = None, adjacency: str = "add_remove",
-                jacobian_bound=None, seed: int = 0, **kwargs) -> Sensitivity:
+def sensitivity(qnode: qml.QNode, *args: Any, loss: BoundedLoss | None = None,
+                adjacency: str = "add_remove", jacobian_bound: ArrayLike | None = None,
+                seed: int = 0, **kwargs: Any) -> Sensitivity:
     r"""A-priori L2 bound :math:`\Delta` on one example's parameter-shift gradient.
 
     Args:

@@ -8,6 +8,8 @@ shifted-circuit results to the gradient off PennyLane's processing function.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pennylane as qml
 
@@ -47,7 +49,7 @@ def coefficient_matrix(fn, tape, num_tapes) -> np.ndarray:
     return _extract_param_rows(out, tape)
 
 
-def shift_rule_coefficients(tape, **gradient_kwargs) -> np.ndarray:
+def shift_rule_coefficients(tape: qml.tape.QuantumScript, **gradient_kwargs: Any) -> np.ndarray:
     r"""Coefficients :math:`c_{it}` of the parameter-shift rule that :func:`param_shift` applies.
 
     The gradient of every expectation value with respect to trainable tape parameter

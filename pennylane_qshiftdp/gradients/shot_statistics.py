@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -183,6 +184,7 @@ class ShotStatistics:
                 )
             arr.setflags(write=False)
             object.__setattr__(self, name, arr)
+        assert n is not None  # _FIELDS is not empty
         call = np.zeros(n, np.int64) if self.call is None else np.asarray(self.call, np.int64)
         call = np.broadcast_to(call.reshape(-1) if call.ndim else call, (n,)).copy()
         call.setflags(write=False)
@@ -254,7 +256,7 @@ class ShotStatistics:
         return {name: getattr(self, name).copy() for name in (*_FIELDS, "call")}
 
     @classmethod
-    def from_records(cls, records) -> ShotStatistics:
+    def from_records(cls, records: Iterable[Mapping[str, Any]]) -> ShotStatistics:
         """Inverse of :meth:`to_records` (a missing ``call`` key means call 0).
 
         Args:
@@ -279,7 +281,7 @@ class ShotStatistics:
         return cls(**{name: np.zeros(0) for name in _FIELDS})
 
     @classmethod
-    def concatenate(cls, parts) -> ShotStatistics:
+    def concatenate(cls, parts: Iterable[ShotStatistics]) -> ShotStatistics:
         """Concatenate several :class:`ShotStatistics` (keeps their ``call`` indices)."""
         parts = list(parts)
         if not parts:
@@ -317,7 +319,7 @@ class ShotRecorder:
         0
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._blocks: list[ShotStatistics] = []
         self._tokens: list[contextvars.Token] = []
 

@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 from opacus.optimizers import DPOptimizer
@@ -56,6 +58,9 @@ from ..exceptions import PrivacyBudgetExceededError, PrivacyWarning
 from ..gradients.shot_statistics import ShotRecorder
 from .adaptive_clipping import adaptive_settings, gradient_noise_multiplier, next_clip_norm
 from .secure_noise import secure_normal
+
+if TYPE_CHECKING:
+    from ..qnn.torch_layer import TorchLayer
 
 __all__ = ["QShiftDPOptimizer", "StepRecord", "PUBLIC_RECORD_KEYS"]
 
@@ -171,15 +176,19 @@ class QShiftDPOptimizer(DPOptimizer):
     _is_last_step_skipped: bool  # Opacus's DPOptimizer sets it
 
     def __init__(self, optimizer: torch.optim.Optimizer, *, noise_multiplier: float,
-                 max_grad_norm: float, expected_batch_size: float, clip_groups=None,
-                 certified: bool = False, adjacency: str = "add_remove", credit: str = "none",
-                 credit_layer=None, recorder: ShotRecorder | None = None, beta: float = 0.0,
+                 max_grad_norm: float, expected_batch_size: float,
+                 clip_groups: Sequence[tuple[Iterable[torch.nn.Parameter], float]] | None = None,
+                 certified: bool | Sequence[bool] = False, adjacency: str = "add_remove",
+                 credit: str = "none", credit_layer: TorchLayer | None = None,
+                 recorder: ShotRecorder | None = None, beta: float = 0.0,
                  steps: int | None = None, variance_floor: float = 0.0,
-                 noise_floor_multiplier: float | None = None, adaptive_clipping=None,
+                 noise_floor_multiplier: float | None = None,
+                 adaptive_clipping: Mapping[str, float] | None = None,
                  generator: torch.Generator | None = None, secure_mode: bool = False,
                  ledger: PrivacyLedger | None = None, confidence: str = "gaussian",
-                 outcome_range=None, loss_reduction: str = "mean",
-                 distributed: bool = False, clip_norm_fn=None, clip_refresh_steps: int = 1):
+                 outcome_range: tuple[float, float] | None = None, loss_reduction: str = "mean",
+                 distributed: bool = False, clip_norm_fn: Callable[[int], float] | None = None,
+                 clip_refresh_steps: int = 1):
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise TypeError(f"`optimizer` must be a torch.optim.Optimizer. Found "
                             f"{type(optimizer).__name__}.")
@@ -282,12 +291,12 @@ class QShiftDPOptimizer(DPOptimizer):
         self.last_record: StepRecord | None = None
         self._step_stats: dict = {}
         self._scale_iterations = 1
-        self._loader = None
+        self._loader: Iterable[list[Any]] | None = None
         self._loader_count = 0
         self._loader_workers = 0
         self._warned_loader = False
 
-    def attach_loader(self, loader) -> None:
+    def attach_loader(self, loader: torch.utils.data.DataLoader) -> None:
         """The Poisson loader whose batches the steps must come from (warns otherwise)."""
         self._loader = loader.batch_sampler
         self._loader_count = getattr(self._loader, "batches_drawn", 0)
@@ -396,7 +405,7 @@ class QShiftDPOptimizer(DPOptimizer):
                 p.grad_sample = torch.zeros(batch, *p.shape, dtype=p.dtype, device=p.device)
         return batch
 
-    def clip_and_accumulate(self):
+    def clip_and_accumulate(self) -> None:
         """Per-example clipping (per group); non-finite examples zeroed; diagnostic counts."""
         samples = [self._get_flat_grad_sample(p) for p in self.params]
         batch = len(samples[0]) if samples else 0
@@ -454,6 +463,7 @@ class QShiftDPOptimizer(DPOptimizer):
         if self.credit == "none":
             return None
         layer = self.credit_layer
+        assert layer is not None and self.recorder is not None  # a credit mode requires both
         sample = layer.evaluations.last_grad_sample
         stats = self.recorder.statistics
         if self._step_stats.get("batch_examples", 0) == 0 or len(stats) == 0 or sample is None:
@@ -471,7 +481,7 @@ class QShiftDPOptimizer(DPOptimizer):
                                  variance_floor=self.variance_floor, z=self.z,
                                  outcome_range=self.outcome_range)
 
-    def add_noise(self):
+    def add_noise(self) -> None:
         r"""Add Gaussian noise whose level never depends on the batch.
 
         Without credit: std :math:`\sigma s C` on every coordinate, :math:`s` = 2 under
@@ -501,6 +511,7 @@ class QShiftDPOptimizer(DPOptimizer):
             var = torch.full((n,), target_var, dtype=torch.float64)
             total, mult = var, sigma
             if id(p) in credit_ids:  # data-independent: the floor, whatever the batch
+                assert self.noise_floor_multiplier is not None  # a credit mode requires it
                 mult = self.noise_floor_multiplier
                 var = torch.full((n,), (self.noise_floor_multiplier * scale) ** 2,
                                  dtype=torch.float64)
@@ -562,7 +573,7 @@ class QShiftDPOptimizer(DPOptimizer):
         stats["released_centred_unclipped_count"] = float(noisy)
         stats["next_clip_norm"] = self.max_grad_norm
 
-    def scale_grad(self):
+    def scale_grad(self) -> None:
         """Divide by the expected batch size (times accumulated virtual steps)."""
         if self.loss_reduction == "mean":
             k = self._scale_iterations
@@ -570,7 +581,7 @@ class QShiftDPOptimizer(DPOptimizer):
                 p.grad /= self.expected_batch_size * k
 
     # ------------------------------------------------------------------ the step
-    def zero_grad(self, set_to_none: bool = False):
+    def zero_grad(self, set_to_none: bool = False) -> None:
         """Clear gradients, per-sample gradients and the shot recorder."""
         for p in self.params:
             if not hasattr(p, "grad_sample"):
@@ -592,7 +603,7 @@ class QShiftDPOptimizer(DPOptimizer):
             self._gradient_noise_multiplier(sigma)
         return sigma
 
-    def pre_step(self, closure=None) -> bool:
+    def pre_step(self, closure: Callable[[], float] | None = None) -> bool:
         """Clip, noise, scale and charge the ledger (Opacus's pre-step)."""
         sigma = self._check_noise_multiplier()
         if self.ledger is not None and self.ledger.would_exceed(1, noise_multiplier=sigma):
@@ -659,7 +670,7 @@ class QShiftDPOptimizer(DPOptimizer):
         self._step_stats = {}
         return True
 
-    def step(self, closure=None):
+    def step(self, closure: Callable[[], float] | None = None) -> float | None:
         """Clip, noise and step; returns the wrapped optimizer's return value.
 
         Raises:
@@ -676,7 +687,7 @@ class QShiftDPOptimizer(DPOptimizer):
         return None
 
     # ------------------------------------------------------------------ persistence
-    def state_dict(self, *, diagnostics: bool = False):
+    def state_dict(self, *, diagnostics: bool = False) -> dict[str, Any]:
         """Everything the next step depends on, for an exact resume.
 
         The wrapped optimizer's state, the noise multiplier currently set (a scheduler may have
@@ -704,7 +715,7 @@ class QShiftDPOptimizer(DPOptimizer):
             "ledger": self.ledger.state_dict() if self.ledger is not None else None,
         }
 
-    def load_state_dict(self, state_dict) -> None:
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
         """Restore what :meth:`state_dict` saved.
 
         Raises:

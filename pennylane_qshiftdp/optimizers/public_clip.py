@@ -40,12 +40,17 @@ References:
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pennylane as qml
 import torch
 
 from .._validation import check_positive_float, check_positive_int
+
+if TYPE_CHECKING:
+    from ..losses import BoundedLoss
 
 __all__ = ["domain_gradient_bound"]
 
@@ -65,7 +70,8 @@ def _points(n_in: int, low: float, high: float, samples: int, seed) -> torch.Ten
 
 def domain_gradient_bound(layer: qml.qnn.TorchLayer, *, input_range: tuple[float, float],
                           n_inputs: int, loss_grad_bounds: tuple[float, float],
-                          samples: int = 256, seed=0, loss=None) -> float:
+                          samples: int = 256, seed: int | Sequence[int] | None = 0,
+                          loss: BoundedLoss | None = None) -> float:
     r"""Largest per-example gradient norm over sampled points of the input domain (see module).
 
     Args:

@@ -68,9 +68,9 @@ def _leaf_gradients(params, leaves):
                 for o in outs]
 
 
-def param_dependencies(params, x_leaf, w_leaves):
+def param_dependencies(params, x_leaf, w_leaves) -> list[tuple]:
     """For every tape parameter: (depends on inputs, row of ∂φ/∂θ or None, ∂φ[b]/∂x[b])."""
-    deps = []
+    deps: list[tuple[bool, torch.Tensor | None, torch.Tensor | None]] = []
     leaves = [x_leaf, *w_leaves]
     per_param = iter(_leaf_gradients(params, leaves))
     for p in params:

@@ -14,7 +14,7 @@ def _diff_method_name(qnode) -> str:
     return getattr(dm, "__name__", None) or str(dm)
 
 
-def check_private_qnode(qnode) -> None:
+def check_private_qnode(qnode: qml.QNode) -> None:
     r"""Refuse a QNode whose gradient is not the private parameter-shift transform.
 
     Only :func:`~pennylane_qshiftdp.param_shift` gives per-example gradients with an a-priori

@@ -18,6 +18,9 @@ Nothing of PennyLane's or Opacus's is replaced: the grad sampler
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pennylane as qml
 import torch
 
@@ -70,7 +73,8 @@ class TorchLayer(qml.qnn.TorchLayer):
         (4,)
     """
 
-    def __init__(self, qnode, weight_shapes: dict, init_method=None):
+    def __init__(self, qnode: qml.QNode, weight_shapes: dict,
+                 init_method: Callable | dict[str, Callable | Any] | None = None):
         check_private_qnode(qnode)
         super().__init__(qnode, weight_shapes, init_method=init_method)
         #: Evaluations of training forward passes awaiting Opacus's grad sampler, and the
@@ -116,7 +120,7 @@ class TorchLayer(qml.qnn.TorchLayer):
             out.append(w)
         return out
 
-    def forward(self, inputs):
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
         """The layer's output, in PennyLane's TorchLayer layout.
 
         Args:
@@ -141,6 +145,7 @@ class TorchLayer(qml.qnn.TorchLayer):
                                             or any(w.requires_grad for w in weights))
         batched = inputs.ndim > 1
         x = inputs.reshape(-1, inputs.shape[-1]) if batched else inputs.reshape(1, -1)
+        parts: list | None
         if x.shape[0] == 0:
             parts = _outputs.empty_parts(self, x)
         elif grad:

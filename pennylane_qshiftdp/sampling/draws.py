@@ -14,6 +14,7 @@ import dataclasses
 
 import numpy as np
 import pennylane as qml
+from numpy.typing import ArrayLike
 from pennylane.measurements import ExpectationMP, ProbabilityMP, VarianceMP
 
 from ..gradients.observables import plan_for
@@ -24,7 +25,7 @@ __all__ = ["draw_two_point"]
 _MAX_PROBS_WIRES = 8
 
 
-def draw_two_point(expval, shots: int, lam_min: float, lam_max: float,
+def draw_two_point(expval: ArrayLike, shots: int, lam_min: float, lam_max: float,
                    rng: np.random.Generator) -> np.ndarray:
     r"""Draw :math:`N_s`-shot estimates of a two-outcome observable from its exact mean.
 

@@ -15,6 +15,8 @@ on the device.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pennylane as qml
 
@@ -44,7 +46,8 @@ def _check_shots(shots) -> None:
                                   f"(found {shots}).")
 
 
-def execute_exact_law(tapes, device, *, max_amplitudes: int = MAX_MERGED_AMPLITUDES) -> list:
+def execute_exact_law(tapes: Sequence[qml.tape.QuantumScript], device: qml.devices.Device, *,
+                      max_amplitudes: int = MAX_MERGED_AMPLITUDES) -> list:
     r"""Execute tapes analytically and draw every shot estimate from the exact outcome law.
 
     The tapes must have the same measurements and finite shots (not a shot vector). Tapes with

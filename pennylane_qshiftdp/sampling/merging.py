@@ -59,12 +59,13 @@ def stacked_parameters(template, param_sets, beff):
 _NO_MERGE = object()
 
 
-def _stack_operations(template, column):
+def _stack_operations(template, column) -> tuple[list[list | None] | None, int]:
     """Per operation of ``template``, ``None`` or the list of ``column(k, ndim)`` over its
     parameters (``k``: the tape parameter index, ``ndim``: the gate's unbroadcast parameter
     dimension or ``None``); returns ``(stacked, number of operation parameters)``, with
     ``stacked`` ``None`` if a column is :data:`_NO_MERGE` or a gate has no ``ndim_params``."""
-    stacked, k = [], 0
+    stacked: list[list | None] = []
+    k = 0
     for op in template.operations:
         if not op.data:
             stacked.append(None)

@@ -11,11 +11,17 @@ elsewhere.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypeVar
+
 import numpy as np
 import pennylane as qml
 
 from .. import _compat
 from ..gradients.parameter_shift import param_shift
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["SHOT_SAMPLING_MODES", "device_generator", "set_shot_sampling", "shot_sampling",
            "use_exact_law"]
@@ -25,11 +31,14 @@ __all__ = ["SHOT_SAMPLING_MODES", "device_generator", "set_shot_sampling", "shot
 SHOT_SAMPLING_MODES = ("device", "exact_law")
 
 
+# What use_exact_law takes and returns: a QNode, a TorchLayer or a module containing them.
+_Target = TypeVar("_Target", bound="qml.QNode | torch.nn.Module")
+
 # Attribute of a QNode holding its mode (absent means "device").
 _MODE_ATTR = "_qshiftdp_shot_sampling"
 
 
-def device_generator(device) -> np.random.Generator:
+def device_generator(device: qml.devices.Device) -> np.random.Generator:
     r"""The numpy ``Generator`` with which a simulator samples shots (``device._rng``).
 
     Args:
@@ -86,7 +95,9 @@ def _check_seed(seed) -> None:
             raise ValueError(f"`seed` must be non-negative. Found {seed!r}.")
 
 
-def set_shot_sampling(target, mode: str, *, seed=None) -> list:
+def set_shot_sampling(target: qml.QNode | torch.nn.Module, mode: str, *,
+                      seed: int | Sequence[int] | np.random.SeedSequence | None = None
+                      ) -> list[qml.QNode]:
     r"""Choose how the per-example evaluation of TorchLayers draws shot estimates.
 
     ``"device"`` (default): the device samples every shot of every circuit.
@@ -145,7 +156,8 @@ def set_shot_sampling(target, mode: str, *, seed=None) -> list:
     return qnodes
 
 
-def use_exact_law(target, *, seed=None):
+def use_exact_law(target: _Target, *,
+                  seed: int | Sequence[int] | np.random.SeedSequence | None = None) -> _Target:
     r"""Switch ``target``'s TorchLayers to exact-law shot sampling; return ``target``.
 
     Shorthand for ``set_shot_sampling(target, "exact_law", seed=seed)``.
@@ -183,7 +195,7 @@ def use_exact_law(target, *, seed=None):
     return target
 
 
-def shot_sampling(qnode) -> str:
+def shot_sampling(qnode: qml.QNode) -> str:
     """The shot-sampling mode of a QNode: ``"device"`` unless set otherwise.
 
     Args:

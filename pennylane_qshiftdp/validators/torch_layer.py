@@ -36,7 +36,7 @@ def _validate_pennylane_layer(layer) -> list:
 
 
 @register_module_validator(TorchLayer)
-def validate_torch_layer(layer) -> list:
+def validate_torch_layer(layer: TorchLayer) -> list[UnsupportedModuleError]:
     """Opacus ``ModuleValidator`` rule for the product's :class:`TorchLayer`.
 
     Args:

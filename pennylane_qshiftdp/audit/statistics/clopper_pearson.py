@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import overload
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import beta as beta_dist
 
 from ..._validation import check_positive_int, check_probability
@@ -25,7 +27,11 @@ __all__ = ["ScoreBound", "clopper_pearson_lower", "clopper_pearson_upper", "epsi
            "max_certifiable_epsilon", "split_half_bound"]
 
 
-def clopper_pearson_lower(k, n, *, alpha: float):
+@overload
+def clopper_pearson_lower(k: int | np.integer, n: int | np.integer, *, alpha: float) -> float: ...
+@overload
+def clopper_pearson_lower(k: ArrayLike, n: ArrayLike, *, alpha: float) -> float | np.ndarray: ...
+def clopper_pearson_lower(k: ArrayLike, n: ArrayLike, *, alpha: float) -> float | np.ndarray:
     r"""One-sided Clopper–Pearson lower confidence bound of a binomial proportion.
 
     .. math::
@@ -61,7 +67,11 @@ def clopper_pearson_lower(k, n, *, alpha: float):
     return float(out) if out.ndim == 0 else out
 
 
-def clopper_pearson_upper(k, n, *, alpha: float):
+@overload
+def clopper_pearson_upper(k: int | np.integer, n: int | np.integer, *, alpha: float) -> float: ...
+@overload
+def clopper_pearson_upper(k: ArrayLike, n: ArrayLike, *, alpha: float) -> float | np.ndarray: ...
+def clopper_pearson_upper(k: ArrayLike, n: ArrayLike, *, alpha: float) -> float | np.ndarray:
     r"""One-sided Clopper–Pearson upper confidence bound of a binomial proportion.
 
     .. math::
@@ -93,7 +103,7 @@ def clopper_pearson_upper(k, n, *, alpha: float):
     return float(out) if out.ndim == 0 else out
 
 
-def _counts(k, n):
+def _counts(k: ArrayLike, n: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     k = np.asarray(k)
     n = np.asarray(n)
     if not (np.issubdtype(k.dtype, np.integer) and np.issubdtype(n.dtype, np.integer)):
@@ -104,7 +114,13 @@ def _counts(k, n):
     return k, n
 
 
-def epsilon_from_rates(tpr_lower, fpr_upper, *, delta: float):
+@overload
+def epsilon_from_rates(tpr_lower: float, fpr_upper: float, *, delta: float) -> float: ...
+@overload
+def epsilon_from_rates(tpr_lower: ArrayLike, fpr_upper: ArrayLike, *,
+                       delta: float) -> float | np.ndarray: ...
+def epsilon_from_rates(tpr_lower: ArrayLike, fpr_upper: ArrayLike, *,
+                       delta: float) -> float | np.ndarray:
     r"""Lower bound on ε from a rejection region's bounded true- and false-positive rates.
 
     For a region :math:`R` with :math:`\mathrm{TPR} = P[M(D') \in R] \ge \mathrm{TPR}^-` and
@@ -217,8 +233,8 @@ class ScoreBound:
         return d
 
 
-def split_half_bound(scores_d, scores_dprime, *, delta: float, alpha: float,
-                     score: str = "score") -> ScoreBound:
+def split_half_bound(scores_d: ArrayLike, scores_dprime: ArrayLike, *, delta: float,
+                     alpha: float, score: str = "score") -> ScoreBound:
     r"""Split-half Clopper–Pearson lower bound on ε from the scores of two worlds.
 
     The first half of each array (``len // 2`` trials) chooses the threshold and direction that

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import overload
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import norm
 
 from ..._validation import check_positive_int, check_probability
@@ -21,7 +23,11 @@ from .clopper_pearson import clopper_pearson_lower, clopper_pearson_upper
 __all__ = ["GDPBound", "gdp_bound", "gdp_delta", "gdp_epsilon", "max_certifiable_gdp_epsilon"]
 
 
-def gdp_delta(epsilon, mu):
+@overload
+def gdp_delta(epsilon: float, mu: float) -> float: ...
+@overload
+def gdp_delta(epsilon: ArrayLike, mu: ArrayLike) -> float | np.ndarray: ...
+def gdp_delta(epsilon: ArrayLike, mu: ArrayLike) -> float | np.ndarray:
     r"""The δ(ε) of a μ-GDP mechanism (the Gaussian mechanism of sensitivity 1 and noise 1/μ).
 
     .. math::
@@ -228,7 +234,7 @@ def _gdp_select(sel_d, sel_dp, n_d, n_dp, alpha):
     return best[2], best[3]
 
 
-def gdp_bound(scores_d, scores_dprime, *, delta: float, alpha: float,
+def gdp_bound(scores_d: ArrayLike, scores_dprime: ArrayLike, *, delta: float, alpha: float,
               select_fraction: float = 0.25, score: str = "score") -> GDPBound:
     r"""Gaussian-DP lower bound on μ and ε from the scores of two worlds (held-out threshold).
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterable
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import binom
 
 from ..._validation import check_positive_int, check_probability
@@ -160,8 +162,8 @@ class OneRunBound:
         return d
 
 
-def one_run_bound(scores, included, *, delta: float, alpha: float, guesses=None,
-                  score: str = "score") -> OneRunBound:
+def one_run_bound(scores: ArrayLike, included: ArrayLike, *, delta: float, alpha: float,
+                  guesses: Iterable[int] | None = None, score: str = "score") -> OneRunBound:
     r"""One-run lower bound on ε from canary scores and their (coin-flip) membership.
 
     For each guess count r in ``guesses`` the auditor guesses "in" for the
@@ -223,7 +225,7 @@ def one_run_bound(scores, included, *, delta: float, alpha: float, guesses=None,
 
 
 def max_certifiable_one_run_epsilon(m: int, *, delta: float, alpha: float,
-                                    guesses=None) -> float:
+                                    guesses: Iterable[int] | None = None) -> float:
     r"""The ceiling of :func:`one_run_bound`: every guess correct, best guess count.
 
     Args:
