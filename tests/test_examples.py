@@ -54,7 +54,7 @@ def test_example_has_main_and_tiny(script):
 @pytest.mark.parametrize("script", sorted(TINY))
 def test_example_answers_help(script):
     """``--help`` answers (the heavy imports come after argument parsing)."""
-    out = _run(script, "--help", timeout=60)
+    out = _run(script, "--help", timeout=600)
     assert out.returncode == 0, out.stderr
     assert "--tiny" in out.stdout
 

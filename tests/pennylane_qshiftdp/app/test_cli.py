@@ -211,7 +211,7 @@ class TestParser:
             ],
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=600,
         )
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.startswith("epsilon = 2.10137 (nats)")
