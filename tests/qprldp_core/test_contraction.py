@@ -10,43 +10,19 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from threadpoolctl import threadpool_limits
 
 from qprldp_core import contraction as ct
 from qprldp_core.certify import qldp_certificate, qprldp_certificate
 from qprldp_core.channels import Channel, depolarizing
 from qprldp_core.divergences import hockey_stick_divergence, trace_distance
-from qprldp_core.random import random_channel as _random_channel
-from qprldp_core.random import random_density_matrix
 
-
-@pytest.fixture(autouse=True)
-def _single_threaded_blas():
-    # Small dense eigendecompositions: multithreaded BLAS only adds contention on shared CPUs.
-    with threadpool_limits(limits=1):
-        yield
+pytestmark = pytest.mark.usefixtures("single_threaded_blas")
 
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 # p and ε avoid values below 1e-6 other than 0: certify's closed form computes
 # d(1-p)/(expm1(ε) p), which underflows to a division by zero for p, ε ~ 1e-279 (reported).
 PROBS = st.one_of(st.just(0.0), st.floats(1e-6, 1.0))
 EPS = st.one_of(st.just(0.0), st.floats(1e-6, 3.0))
-
-
-def random_state(rng: np.random.Generator, d: int) -> np.ndarray:
-    kind = rng.integers(0, 6)
-    if kind == 0:
-        rho = np.zeros((d, d), dtype=complex)
-        k = rng.integers(0, d)
-        rho[k, k] = 1.0
-        return rho
-    if kind == 1:
-        return np.eye(d, dtype=complex) / d
-    return random_density_matrix(d, seed=rng)
-
-
-def random_channel(rng: np.random.Generator, din: int, dout: int) -> Channel:
-    return _random_channel(din, dout, seed=rng)
 
 
 def random_orthonormal_pair(rng: np.random.Generator, d: int):
@@ -60,7 +36,7 @@ def pos_part_trace(x: np.ndarray) -> float:
     return float(np.sum(w[w > 0]))
 
 
-def private_channel(rng, p, d, notion):
+def private_channel(random_channel, rng, p, d, notion):
     """U ∘ D_p ∘ N (QPrLDP) or N2 ∘ D_p ∘ N1 (QLDP): privacy no worse than D_p's."""
     din = int(rng.integers(1, 5))
     pre = random_channel(rng, din, d)
@@ -75,9 +51,9 @@ def private_channel(rng, p, d, notion):
 # ------------------------------------------------------------------ proven bounds
 
 
-def _check_bound(seed, p, d, eps, gfrac, notion):
+def _check_bound(random_state, random_channel, seed, p, d, eps, gfrac, notion):
     rng = np.random.default_rng(seed)
-    ch, din = private_channel(rng, p, d, notion)
+    ch, din = private_channel(random_channel, rng, p, d, notion)
     dep = depolarizing(p, d)
     cert = qldp_certificate if notion == "qldp" else qprldp_certificate
     delta = cert(dep, epsilon=eps).delta
@@ -102,14 +78,15 @@ def _check_bound(seed, p, d, eps, gfrac, notion):
 
 @settings(derandomize=True, max_examples=1000, deadline=None)
 @given(seed=SEEDS, p=PROBS, d=st.integers(2, 4), eps=EPS, gfrac=st.floats(0.0, 1.0))
-def test_contraction_bound_qldp_property(seed, p, d, eps, gfrac):
-    _check_bound(seed, p, d, eps, gfrac, "qldp")
+def test_contraction_bound_qldp_property(random_state, random_channel, seed, p, d, eps, gfrac):
+    _check_bound(random_state, random_channel, seed, p, d, eps, gfrac, "qldp")
 
 
 @settings(derandomize=True, max_examples=1000, deadline=None)
 @given(seed=SEEDS, p=PROBS, d=st.integers(2, 4), eps=EPS, gfrac=st.floats(0.0, 1.0))
-def test_contraction_bound_qprldp_property(seed, p, d, eps, gfrac):
-    _check_bound(seed, p, d, eps, gfrac, "qprldp")
+def test_contraction_bound_qprldp_property(random_state, random_channel, seed, p, d, eps,
+                                           gfrac):
+    _check_bound(random_state, random_channel, seed, p, d, eps, gfrac, "qprldp")
 
 
 def test_bound_is_tight_for_randomized_response():
@@ -162,7 +139,7 @@ def test_bound_errors():
 
 @settings(derandomize=True, max_examples=1000, deadline=None)
 @given(seed=SEEDS, p=st.floats(0.0, 1.0), d=st.integers(2, 4), gamma=st.floats(0.0, 5.0))
-def test_depolarizing_exact_values_property(seed, p, d, gamma):
+def test_depolarizing_exact_values_property(random_state, seed, p, d, gamma):
     rng = np.random.default_rng(seed)
     ch = depolarizing(p, d)
     psi, phi = random_orthonormal_pair(rng, d)
@@ -193,7 +170,7 @@ def test_estimate_contraction_matches_depolarizing():
 
 @settings(derandomize=True, max_examples=100, deadline=None)
 @given(seed=SEEDS, gamma=st.floats(0.0, 3.0))
-def test_estimate_contraction_is_attained_and_dominates_samples(seed, gamma):
+def test_estimate_contraction_is_attained_and_dominates_samples(random_channel, seed, gamma):
     rng = np.random.default_rng(seed)
     din, dout = int(rng.integers(2, 5)), int(rng.integers(1, 5))
     ch = random_channel(rng, din, dout)

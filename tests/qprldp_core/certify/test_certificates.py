@@ -18,16 +18,6 @@ from qprldp_core.certify import (
 from qprldp_core.channels import Channel, bit_flip, depolarizing, unitary
 from qprldp_core.divergences import hockey_stick_divergence, violation_probability
 from qprldp_core.privacy import qldp_value, qprldp_value, worst_case_search
-from qprldp_core.random import random_channel as _random_channel
-from qprldp_core.random import random_density_matrix
-
-
-def random_state(seed: int, d: int, rank: int | None = None) -> np.ndarray:
-    return random_density_matrix(d, rank=rank, seed=seed)
-
-
-def random_channel(seed: int, d: int, k: int = 3) -> Channel:
-    return _random_channel(d, num_kraus=k, seed=seed, atol=1e-9)
 
 
 # -- global depolarizing closed forms ---------------------------------------------------------
@@ -82,9 +72,9 @@ def test_witness_attains_and_formulas(d, p, eps):
     p=st.floats(0.0, 1.0),
     eps=st.floats(0.0, 4.0),
 )
-def test_closed_forms_never_exceeded_by_random_pairs(seed, d, p, eps):
+def test_closed_forms_never_exceeded_by_random_pairs(seeded_state, seed, d, p, eps):
     ch = depolarizing(p, d)
-    rho, sigma = random_state(seed, d), random_state(seed + 1, d)
+    rho, sigma = seeded_state(seed, d), seeded_state(seed + 1, d)
     assert qldp_value(ch, rho, sigma, epsilon=eps) <= qldp_certificate(ch, epsilon=eps).delta + 1e-9
     assert (
         qprldp_value(ch, rho, sigma, epsilon=eps)
@@ -134,8 +124,8 @@ def test_unitary_and_bit_flip_are_not_private():
     assert qldp_epsilon(u, delta=0.5) == math.inf and qprldp_epsilon(u, delta=1.0) == 0.0
 
 
-def test_general_channel_gets_only_a_lower_bound():
-    ch = random_channel(0, 3)
+def test_general_channel_gets_only_a_lower_bound(seeded_channel):
+    ch = seeded_channel(0, 3)
     for notion, cert, val in (("QLDP", qldp_certificate, qldp_value),
                               ("QPrLDP", qprldp_certificate, qprldp_value)):
         c = cert(ch, epsilon=0.3, restarts=3, seed=0)
@@ -157,5 +147,6 @@ def test_general_channel_gets_only_a_lower_bound():
     p=st.floats(0.0, 1.0),
     eps=st.floats(0.0, 4.0),
 )
-def test_closed_forms_never_exceeded_1000(seed, d, p, eps):
-    test_closed_forms_never_exceeded_by_random_pairs.hypothesis.inner_test(seed, d, p, eps)
+def test_closed_forms_never_exceeded_1000(seeded_state, seed, d, p, eps):
+    test_closed_forms_never_exceeded_by_random_pairs.hypothesis.inner_test(seeded_state, seed, d,
+                                                                           p, eps)

@@ -16,11 +16,6 @@ from qprldp_core.channels import (
 )
 
 
-def as_general(ch: Channel) -> Channel:
-    """Same map, but without the metadata: forces the generic code paths."""
-    return Channel(list(ch.kraus), atol=1e-9)
-
-
 def test_is_qldp_and_is_qprldp_exact():
     ch = depolarizing(0.5, 2)
     assert is_qldp(ch, epsilon=0.5, delta=0.338)
@@ -42,7 +37,7 @@ def test_is_qldp_local_bounds_and_undecided():
         is_qldp(ch, epsilon=1.0, delta=0.8)
 
 
-def test_is_qldp_general_channel_refutes_or_refuses():
+def test_is_qldp_general_channel_refutes_or_refuses(as_general):
     ch = as_general(depolarizing(0.5, 2))
     assert not is_qldp(ch, epsilon=0.5, delta=0.2)  # search finds 0.3378 > 0.2
     msg = (

@@ -3,7 +3,6 @@ bounds for D_p^(⊗n), checked against the search and explicit matrices."""
 
 import math
 
-import numpy as np
 import pytest
 
 from qprldp_core.certify import (
@@ -13,11 +12,6 @@ from qprldp_core.certify import (
 )
 from qprldp_core.channels import depolarizing, local_depolarizing
 from qprldp_core.privacy import qldp_value, qprldp_value, worst_case_search
-from qprldp_core.random import random_density_matrix
-
-
-def random_state(seed: int, d: int, rank: int | None = None) -> np.ndarray:
-    return random_density_matrix(d, rank=rank, seed=seed)
 
 
 # -- local depolarizing -------------------------------------------------------------------------
@@ -67,11 +61,11 @@ def test_local_large_n_has_no_matrices():
     assert 0 <= lo <= up <= 1
 
 
-def test_local_qldp_upper_is_exact_for_one_qubit_and_valid_for_entangled():
+def test_local_qldp_upper_is_exact_for_one_qubit_and_valid_for_entangled(seeded_state):
     # entangled inputs: random mixed pairs never exceed the proven upper bound
     ch = local_depolarizing(0.3, 2)
     for s in range(30):
-        r, t = random_state(s, 4), random_state(s + 50, 4)
+        r, t = seeded_state(s, 4), seeded_state(s + 50, 4)
         for eps in (0.0, 1.0):
             up_q = qldp_certificate(ch, epsilon=eps).delta
             up_p = qprldp_certificate(ch, epsilon=eps).delta

@@ -15,18 +15,8 @@ from qprldp_core.channels import (
     depolarizing,
     unitary,
 )
-from qprldp_core.random import random_channel as random_channel_
-from qprldp_core.random import random_density_matrix
 
 H = np.array([[1, 1], [1, -1]], dtype=complex) / math.sqrt(2)
-
-
-def random_state(seed: int, d: int, rank: int | None = None) -> np.ndarray:
-    return random_density_matrix(d, rank=rank, seed=seed)
-
-
-def random_channel(seed: int, d: int, k: int = 3) -> Channel:
-    return random_channel_(d, num_kraus=k, seed=seed, atol=1e-9)
 
 
 def test_kraus_not_trace_preserving():
@@ -98,22 +88,22 @@ def test_compose_order():
         bit_flip(0.1).compose(Channel([np.eye(3)]))
 
 
-def test_tensor_product():
+def test_tensor_product(seeded_state):
     a, b = bit_flip(0.1), depolarizing(0.3, 3)
     ab = a.tensor(b)
-    r1, r2 = random_state(1, 2), random_state(2, 3)
+    r1, r2 = seeded_state(1, 2), seeded_state(2, 3)
     assert np.allclose(ab(np.kron(r1, r2)), np.kron(a(r1), b(r2)))
     assert ab.input_dim == 6
 
 
 @settings(derandomize=True, max_examples=50, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), d=st.integers(2, 4))
-def test_adjoint_duality_and_unitality(seed, d):
-    ch = random_channel(seed, d)
+def test_adjoint_duality_and_unitality(seeded_state, seeded_channel, seed, d):
+    ch = seeded_channel(seed, d)
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(d, d)) + 1j * rng.normal(size=(d, d))
     x = x + x.conj().T
-    rho = random_state(seed + 1, d)
+    rho = seeded_state(seed + 1, d)
     adj = ch.adjoint()
     assert isinstance(adj, HeisenbergMap)
     assert np.trace(x @ ch(rho)) == pytest.approx(np.trace(adj(x) @ rho), abs=1e-10)
@@ -131,15 +121,15 @@ def test_adjoint_not_trace_preserving_in_general():
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_choi(seed):
+def test_choi(seeded_state, seeded_channel, seed):
     d = 3
-    ch = random_channel(seed, d)
+    ch = seeded_channel(seed, d)
     j = ch.choi()
     assert j.shape == (d * d, d * d)
     assert np.linalg.eigvalsh(j).min() > -1e-10
     jt = j.reshape(d, d, d, d)  # indices (i, a, j, b): |i><j| ⊗ A(|i><j|)_{ab}
     assert np.allclose(np.einsum("iaja->ij", jt), np.eye(d), atol=1e-10)  # Tr_out J = I
-    rho = random_state(seed, d)
+    rho = seeded_state(seed, d)
     # A(ρ) = Σ_ij ρ_ij A(|i><j|) = Tr_in[(ρ^T ⊗ I) J]
     recon = np.einsum("ij,iajb->ab", rho, jt)
     assert np.allclose(recon, ch(rho), atol=1e-10)

@@ -14,23 +14,14 @@ from qprldp_core.channels import (
     local_depolarizing,
     measure_prepare_channel,
 )
-from qprldp_core.random import random_density_matrix
-
-
-def random_state(seed: int, d: int, rank: int | None = None) -> np.ndarray:
-    return random_density_matrix(d, rank=rank, seed=seed)
-
-
-def kraus_apply(ops, rho):
-    return sum(k @ rho @ k.conj().T for k in ops)
 
 
 @pytest.mark.parametrize("d", [2, 3, 4])
 @pytest.mark.parametrize("frac", [0.0, 0.3, 1.0, "max"])
-def test_depolarizing_kraus_matches_formula(d, frac):
+def test_depolarizing_kraus_matches_formula(seeded_state, kraus_apply, d, frac):
     p = depolarizing_p_max(d) if frac == "max" else frac
     ch = depolarizing(p, d)
-    rho = random_state(d, d)
+    rho = seeded_state(d, d)
     expected = (1 - p) * rho + p * np.eye(d) / d
     assert np.allclose(ch(rho), expected, atol=1e-12)
     assert np.allclose(kraus_apply(ch.kraus, rho), expected, atol=1e-12)
@@ -60,12 +51,12 @@ def test_depolarizing_errors():
         local_depolarizing(0.1, 0)
 
 
-def test_local_depolarizing():
+def test_local_depolarizing(seeded_state):
     ch = local_depolarizing(0.3, 2)
     single = depolarizing(0.3, 2)
-    r1, r2 = random_state(1, 2), random_state(2, 2)
+    r1, r2 = seeded_state(1, 2), seeded_state(2, 2)
     assert np.allclose(ch(np.kron(r1, r2)), np.kron(single(r1), single(r2)))
-    ent = random_state(3, 4)
+    ent = seeded_state(3, 4)
     assert np.allclose(ch(ent), single.tensor(single)(ent))
     assert ch.kind == "local_depolarizing" and ch.num_qubits == 2 and ch.depolarizing_p == 0.3
     big = local_depolarizing(0.3, 50)
@@ -92,9 +83,9 @@ def test_depolarizing_range_edges(d):
     assert np.allclose(sum(k.conj().T @ k for k in ch.kraus), np.eye(d), atol=1e-12)
 
 
-def test_local_depolarizing_apply_without_kraus_matches_kraus():
+def test_local_depolarizing_apply_without_kraus_matches_kraus(seeded_state, kraus_apply):
     ch = local_depolarizing(0.37, 3)
-    rho = random_state(11, 8)
+    rho = seeded_state(11, 8)
     assert np.allclose(ch(rho), kraus_apply(ch.kraus, rho), atol=1e-12)
     big = local_depolarizing(0.2, 8)  # 4^8 Kraus operators are never built
     out = big(np.eye(256) / 256)

@@ -16,22 +16,13 @@ from qprldp_core.channels import (
     depolarizing_p_to_toqito,
     local_depolarizing,
 )
-from qprldp_core.random import random_density_matrix
-
-
-def random_state(seed: int, d: int, rank: int | None = None) -> np.ndarray:
-    return random_density_matrix(d, rank=rank, seed=seed)
-
-
-def kraus_apply(ops, rho):
-    return sum(k @ rho @ k.conj().T for k in ops)
 
 
 @pytest.mark.parametrize("q", [0.0, 0.1, 0.5, 0.75, 1.0])
-def test_pennylane_converter_matches_pennylane(q):
+def test_pennylane_converter_matches_pennylane(seeded_state, kraus_apply, q):
     qml = pytest.importorskip("pennylane")
     ops = [np.asarray(k) for k in qml.DepolarizingChannel(q, wires=0).kraus_matrices()]
-    rho = random_state(7, 2)
+    rho = seeded_state(7, 2)
     p = depolarizing_p_from_pennylane(q)
     assert p == pytest.approx(4 * q / 3)
     assert np.allclose(kraus_apply(ops, rho), depolarizing(p, 2)(rho), atol=1e-12)
@@ -44,9 +35,9 @@ def test_pennylane_converter_range():
 
 
 @pytest.mark.parametrize("param", [1.0, 0.7, 0.0, -0.05])
-def test_toqito_converter(param):
+def test_toqito_converter(seeded_state, param):
     d = 3
-    rho = random_state(4, d)
+    rho = seeded_state(4, d)
     toqito_out = param * rho + (1 - param) * np.eye(d) / d  # toqito.channels.depolarizing(d, param)
     p = depolarizing_p_from_toqito(param, d)
     assert np.allclose(depolarizing(p, d)(rho), toqito_out)
@@ -66,7 +57,7 @@ DIMS = range(2, 9)
 
 
 @pytest.mark.parametrize("d", DIMS)
-def test_toqito_converter_edges(d):
+def test_toqito_converter_edges(seeded_state, d):
     pmax = depolarizing_p_max(d)
     lo = -1 / (d * d - 1)  # the documented lower end, as a user writes it
     # every spelling of the lower end maps to exactly pmax (and is a valid channel)
@@ -82,7 +73,7 @@ def test_toqito_converter_edges(d):
     assert depolarizing_p_to_toqito(0.0, d) == 1.0
     assert depolarizing_p_to_toqito(-PARAM_ATOL, d) == 1.0
     # toqito's map at the lower end equals D_pmax (the fully "anti-depolarizing" CPTP edge)
-    rho = random_state(d, d)
+    rho = seeded_state(d, d)
     np.testing.assert_allclose(depolarizing(pmax, d)(rho), lo * rho + (1 - lo) * np.eye(d) / d,
                                atol=1e-14)
     # beyond the tolerance: the usual error

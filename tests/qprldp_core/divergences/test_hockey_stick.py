@@ -15,14 +15,6 @@ from qprldp_core.divergences import (
     trace_distance,
     violation_probability,
 )
-from qprldp_core.random import random_channel as random_channel_
-from qprldp_core.random import random_density_matrix
-
-
-def random_state(seed: int, d: int, rank: int | None = None) -> np.ndarray:
-    """A random density matrix of dimension d and given rank (random rank if None)."""
-    return random_density_matrix(d, rank=rank, seed=seed)
-
 
 seeds = st.integers(0, 2**31 - 1)
 
@@ -32,8 +24,8 @@ dims = st.integers(1, 4)
 
 @settings(derandomize=True, max_examples=200, deadline=None)
 @given(seed=seeds, d=dims, gamma=st.floats(1.0, 20.0))
-def test_hockey_stick_self_is_exactly_zero(seed, d, gamma):
-    rho = random_state(seed, d)
+def test_hockey_stick_self_is_exactly_zero(seeded_state, seed, d, gamma):
+    rho = seeded_state(seed, d)
     assert hockey_stick_divergence(rho, rho, gamma=gamma) == 0.0
     assert violation_probability(rho, rho, epsilon=math.log(gamma)) == 0.0
     assert trace_distance(rho, rho) == 0.0
@@ -41,8 +33,8 @@ def test_hockey_stick_self_is_exactly_zero(seed, d, gamma):
 
 @settings(derandomize=True, max_examples=200, deadline=None)
 @given(seed=seeds, d=dims)
-def test_e1_is_trace_distance(seed, d):
-    rho, sigma = random_state(seed, d), random_state(seed + 1, d)
+def test_e1_is_trace_distance(seeded_state, seed, d):
+    rho, sigma = seeded_state(seed, d), seeded_state(seed + 1, d)
     assert hockey_stick_divergence(rho, sigma, gamma=1.0) == pytest.approx(
         trace_distance(rho, sigma), abs=1e-12
     )
@@ -50,8 +42,8 @@ def test_e1_is_trace_distance(seed, d):
 
 @settings(derandomize=True, max_examples=200, deadline=None)
 @given(seed=seeds, d=st.integers(2, 4), gamma=st.floats(1.0, 10.0))
-def test_properties_random_states(seed, d, gamma):
-    rho, sigma = random_state(seed, d), random_state(seed + 7, d)
+def test_properties_random_states(seeded_state, seed, d, gamma):
+    rho, sigma = seeded_state(seed, d), seeded_state(seed + 7, d)
     e = hockey_stick_divergence(rho, sigma, gamma=gamma)
     v = violation_probability(rho, sigma, epsilon=math.log(gamma))
     assert 0.0 <= e <= trace_distance(rho, sigma) + 1e-12
@@ -67,14 +59,10 @@ def test_properties_random_states(seed, d, gamma):
     assert 1 - math.sqrt(f) <= t + 1e-9 and t <= math.sqrt(1 - f) + 1e-9
 
 
-def _random_channel(seed: int, d: int, k: int = 3):
-    return random_channel_(d, num_kraus=k, seed=seed, atol=1e-9)
-
-
-def _check_channel_properties(seed, d, eps):
+def _check_channel_properties(seeded_state, seeded_channel, seed, d, eps):
     """Data processing of E_γ and TD, QPrLDP ≥ QLDP, unitary invariance (random channel)."""
-    ch = _random_channel(seed, d, k=1 + seed % 3)
-    rho, sigma = random_state(seed + 1, d), random_state(seed + 2, d)
+    ch = seeded_channel(seed, d, k=1 + seed % 3)
+    rho, sigma = seeded_state(seed + 1, d), seeded_state(seed + 2, d)
     g = math.exp(eps)
     e_in = hockey_stick_divergence(rho, sigma, gamma=g)
     a, b = ch(rho), ch(sigma)
@@ -90,12 +78,12 @@ def _check_channel_properties(seed, d, eps):
 
 @settings(derandomize=True, max_examples=150, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), d=st.integers(1, 4), eps=st.floats(0.0, 3.0))
-def test_channel_properties_fast(seed, d, eps):
-    _check_channel_properties(seed, d, eps)
+def test_channel_properties_fast(seeded_state, seeded_channel, seed, d, eps):
+    _check_channel_properties(seeded_state, seeded_channel, seed, d, eps)
 
 
 @pytest.mark.slow
 @settings(derandomize=True, max_examples=1000, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), d=st.integers(1, 4), eps=st.floats(0.0, 3.0))
-def test_channel_properties_1000(seed, d, eps):
-    _check_channel_properties(seed, d, eps)
+def test_channel_properties_1000(seeded_state, seeded_channel, seed, d, eps):
+    _check_channel_properties(seeded_state, seeded_channel, seed, d, eps)

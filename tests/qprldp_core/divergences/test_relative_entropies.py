@@ -3,7 +3,6 @@ Rényi relative entropies."""
 
 import math
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,21 +12,14 @@ from qprldp_core.divergences import (
     sandwiched_renyi_divergence,
     umegaki_relative_entropy,
 )
-from qprldp_core.random import random_density_matrix
-
-
-def random_state(seed: int, d: int, rank: int | None = None) -> np.ndarray:
-    """A random density matrix of dimension d and given rank (random rank if None)."""
-    return random_density_matrix(d, rank=rank, seed=seed)
-
 
 seeds = st.integers(0, 2**31 - 1)
 
 
 @settings(derandomize=True, max_examples=100, deadline=None)
 @given(seed=seeds, d=st.integers(2, 4))
-def test_renyi_alpha_to_one_is_umegaki(seed, d):
-    rho, sigma = random_state(seed, d), random_state(seed + 11, d, rank=d)
+def test_renyi_alpha_to_one_is_umegaki(seeded_state, seed, d):
+    rho, sigma = seeded_state(seed, d), seeded_state(seed + 11, d, rank=d)
     u = umegaki_relative_entropy(rho, sigma)
     for a in (1 - 1e-6, 1 + 1e-6):
         assert sandwiched_renyi_divergence(rho, sigma, alpha=a) == pytest.approx(u, abs=1e-4)

@@ -7,7 +7,6 @@ import pytest
 
 from qprldp_core.certify import qldp_certificate
 from qprldp_core.channels import (
-    Channel,
     bit_flip,
     depolarizing,
     local_depolarizing,
@@ -19,13 +18,8 @@ from qprldp_core.privacy import (
 )
 
 
-def as_general(ch: Channel) -> Channel:
-    """Same map, but without the metadata: forces the generic code paths."""
-    return Channel(list(ch.kraus), atol=1e-9)
-
-
 @pytest.mark.parametrize("p,d", [(0.3, 2), (0.5, 4), (1.0, 3), (1.2, 2), (1.1, 3)])
-def test_pure_qldp_epsilon_depolarizing(p, d):
+def test_pure_qldp_epsilon_depolarizing(as_general, p, d):
     ch = depolarizing(p, d)
     a, b = 1 - p + p / d, p / d
     assert pure_qldp_epsilon(ch) == pytest.approx(math.log(max(a, b) / min(a, b)))
@@ -44,7 +38,7 @@ def test_pure_qldp_epsilon_depolarizing(p, d):
     assert res.value >= pure_qldp_epsilon(ch) - 1e-6
 
 
-def test_pure_qldp_epsilon_other_channels():
+def test_pure_qldp_epsilon_other_channels(as_general):
     assert pure_qldp_epsilon(depolarizing(0.0, 2)) == math.inf
     assert pure_qldp_epsilon(local_depolarizing(0.3, 4)) == pytest.approx(4 * math.log(1.7 / 0.3))
     assert pure_qldp_epsilon(unitary(np.eye(2))) == math.inf

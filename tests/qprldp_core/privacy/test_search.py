@@ -8,30 +8,12 @@ import numpy as np
 import pytest
 
 from qprldp_core.certify import qldp_certificate, qprldp_certificate
-from qprldp_core.channels import (
-    Channel,
-    depolarizing,
-)
+from qprldp_core.channels import depolarizing
 from qprldp_core.privacy import (
     qldp_value,
     qprldp_value,
     worst_case_search,
 )
-from qprldp_core.random import random_channel as _random_channel
-from qprldp_core.random import random_density_matrix
-
-
-def random_state(seed: int, d: int, rank: int | None = None) -> np.ndarray:
-    return random_density_matrix(d, rank=rank, seed=seed)
-
-
-def random_channel(seed: int, d: int, k: int = 3) -> Channel:
-    return _random_channel(d, num_kraus=k, seed=seed, atol=1e-9)
-
-
-def as_general(ch: Channel) -> Channel:
-    """Same map, but without the metadata: forces the generic code paths."""
-    return Channel(list(ch.kraus), atol=1e-9)
 
 
 @pytest.mark.parametrize("d", [2, 3, 4, 8])
@@ -49,7 +31,7 @@ def test_search_never_exceeds_closed_form(d, p, eps):
 
 
 @pytest.mark.parametrize("d", [2, 3])
-def test_search_on_generic_kraus_path(d):
+def test_search_on_generic_kraus_path(as_general, d):
     ch = as_general(depolarizing(0.4, d))
     for notion, cert in (("qldp", qldp_certificate), ("qprldp", qprldp_certificate)):
         exact = cert(depolarizing(0.4, d), epsilon=0.4).delta
@@ -57,8 +39,8 @@ def test_search_on_generic_kraus_path(d):
         assert exact - 1e-9 <= res.value <= exact + 1e-9
 
 
-def test_search_value_is_attained_by_witness_and_seeded():
-    ch = random_channel(3, 3)
+def test_search_value_is_attained_by_witness_and_seeded(seeded_state, seeded_channel):
+    ch = seeded_channel(3, 3)
     a = worst_case_search(ch, epsilon=0.2, notion="qprldp", restarts=3, seed=5)
     b = worst_case_search(ch, epsilon=0.2, notion="qprldp", restarts=3, seed=5)
     assert a.value == b.value and np.array_equal(a.rho, b.rho)
@@ -66,7 +48,7 @@ def test_search_value_is_attained_by_witness_and_seeded():
     # random pairs never beat the QLDP search by much (it is a local-ascent lower bound)
     q = worst_case_search(ch, epsilon=0.2, notion="qldp", restarts=4, seed=0)
     for s in range(20):
-        r, t = random_state(s, 3, rank=1), random_state(s + 100, 3, rank=1)
+        r, t = seeded_state(s, 3, rank=1), seeded_state(s + 100, 3, rank=1)
         assert qldp_value(ch, r, t, epsilon=0.2) <= q.value + 1e-9
     with pytest.raises(dataclasses.FrozenInstanceError):
         a.value = 0.0

@@ -5,35 +5,22 @@ import re
 import numpy as np
 import pytest
 
-from qprldp_core.channels import (
-    Channel,
-    depolarizing,
-)
+from qprldp_core.channels import depolarizing
 from qprldp_core.privacy import (
     qldp_value,
     qprldp_value,
 )
-from qprldp_core.random import random_channel as _random_channel
-from qprldp_core.random import random_density_matrix
 
 
-def random_state(seed: int, d: int, rank: int | None = None) -> np.ndarray:
-    return random_density_matrix(d, rank=rank, seed=seed)
-
-
-def random_channel(seed: int, d: int, k: int = 3) -> Channel:
-    return _random_channel(d, num_kraus=k, seed=seed, atol=1e-9)
-
-
-def test_values_for_orthogonal_pair():
+def test_values_for_orthogonal_pair(seeded_state, seeded_channel):
     ch = depolarizing(0.5, 2)
     rho, sigma = np.diag([1.0, 0.0]), np.diag([0.0, 1.0])
     assert qldp_value(ch, rho, sigma, epsilon=0.5) == pytest.approx(0.337820, abs=1e-6)
     assert qprldp_value(ch, rho, sigma, epsilon=0.5) == pytest.approx(0.75, abs=1e-12)
     # QPrLDP ≥ QLDP pairwise
     for s in range(5):
-        r, t = random_state(s, 3), random_state(s + 10, 3)
-        c = random_channel(s, 3)
+        r, t = seeded_state(s, 3), seeded_state(s + 10, 3)
+        c = seeded_channel(s, 3)
         assert qprldp_value(c, r, t, epsilon=0.3) >= qldp_value(c, r, t, epsilon=0.3) - 1e-12
 
 

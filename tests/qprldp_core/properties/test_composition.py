@@ -13,43 +13,19 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from threadpoolctl import threadpool_limits
 
 from qprldp_core import properties as pr
 from qprldp_core.certify import qldp_certificate
-from qprldp_core.channels import Channel, depolarizing
+from qprldp_core.channels import depolarizing
 from qprldp_core.divergences import hockey_stick_divergence, violation_probability
-from qprldp_core.random import random_channel as _random_channel
-from qprldp_core.random import random_density_matrix
 
-
-@pytest.fixture(autouse=True)
-def _single_threaded_blas():
-    # Small dense eigendecompositions: multithreaded BLAS only adds contention on shared CPUs.
-    with threadpool_limits(limits=1):
-        yield
+pytestmark = pytest.mark.usefixtures("single_threaded_blas")
 
 
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 
 
-def random_state(rng: np.random.Generator, d: int) -> np.ndarray:
-    kind = rng.integers(0, 6)
-    if kind == 0:
-        rho = np.zeros((d, d), dtype=complex)
-        k = rng.integers(0, d)
-        rho[k, k] = 1.0
-        return rho
-    if kind == 1:
-        return np.eye(d, dtype=complex) / d
-    return random_density_matrix(d, seed=rng)
-
-
-def random_channel(rng: np.random.Generator, din: int, dout: int) -> Channel:
-    return _random_channel(din, dout, seed=rng)
-
-
-def _check_tensor(seed, e1, e2, gap):
+def _check_tensor(random_state, random_channel, seed, e1, e2, gap):
     rng = np.random.default_rng(seed)
     da, db = (int(x) for x in rng.integers(1, 5, size=2))
     oa, ob = (int(x) for x in rng.integers(1, 5, size=2))
@@ -70,8 +46,8 @@ def _check_tensor(seed, e1, e2, gap):
 
 @settings(derandomize=True, max_examples=1000, deadline=None)
 @given(seed=SEEDS, e1=st.floats(0.0, 2.0), e2=st.floats(0.0, 2.0), gap=st.floats(0.01, 2.0))
-def test_tensor_composition_property(seed, e1, e2, gap):
-    _check_tensor(seed, e1, e2, gap)
+def test_tensor_composition_property(random_state, random_channel, seed, e1, e2, gap):
+    _check_tensor(random_state, random_channel, seed, e1, e2, gap)
 
 
 def test_tensor_composition_local_depolarizing():

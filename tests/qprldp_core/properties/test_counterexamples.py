@@ -7,19 +7,13 @@ import math
 
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_limits
 
 from qprldp_core import properties as pr
 from qprldp_core.channels import Channel, bit_flip
 from qprldp_core.divergences import hockey_stick_divergence, violation_probability
 from qprldp_core.privacy import worst_case_search
 
-
-@pytest.fixture(autouse=True)
-def _single_threaded_blas():
-    # Small dense eigendecompositions: multithreaded BLAS only adds contention on shared CPUs.
-    with threadpool_limits(limits=1):
-        yield
+pytestmark = pytest.mark.usefixtures("single_threaded_blas")
 
 
 def _grid_sup_violation(ch: Channel, eps: float, n: int = 401) -> float:

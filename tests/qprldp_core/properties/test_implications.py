@@ -14,21 +14,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from threadpoolctl import threadpool_limits
 
 from qprldp_core import properties as pr
 from qprldp_core.certify import qldp_certificate, qprldp_certificate
-from qprldp_core.channels import Channel, depolarizing
+from qprldp_core.channels import depolarizing
 from qprldp_core.divergences import hockey_stick_divergence, violation_probability
-from qprldp_core.random import random_channel as _random_channel
-from qprldp_core.random import random_density_matrix
 
-
-@pytest.fixture(autouse=True)
-def _single_threaded_blas():
-    # Small dense eigendecompositions: multithreaded BLAS only adds contention on shared CPUs.
-    with threadpool_limits(limits=1):
-        yield
+pytestmark = pytest.mark.usefixtures("single_threaded_blas")
 
 
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
@@ -37,32 +29,8 @@ SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 EPS = st.floats(min_value=0.0, max_value=3.0, allow_nan=False)
 
 
-def random_state(rng: np.random.Generator, d: int) -> np.ndarray:
-    kind = rng.integers(0, 6)
-    if kind == 0:
-        rho = np.zeros((d, d), dtype=complex)
-        k = rng.integers(0, d)
-        rho[k, k] = 1.0
-        return rho
-    if kind == 1:
-        return np.eye(d, dtype=complex) / d
-    return random_density_matrix(d, seed=rng)
-
-
-def random_channel(rng: np.random.Generator, din: int, dout: int) -> Channel:
-    return _random_channel(din, dout, seed=rng)
-
-
-def _setup(seed):
-    rng = np.random.default_rng(seed)
-    din, dout = (int(x) for x in rng.integers(1, 5, size=2))
-    din = max(din, 1)
-    ch = random_channel(rng, din, dout)
-    return rng, ch, random_state(rng, din), random_state(rng, din)
-
-
-def _check_implication(seed, eps):
-    rng, ch, rho, sigma = _setup(seed)
+def _check_implication(channel_and_pair, seed, eps):
+    rng, ch, rho, sigma = channel_and_pair(seed)
     w = pr.qprldp_implies_qldp(ch, rho, sigma, epsilon=eps)
     rp, sp = ch(rho), ch(sigma)
     e = hockey_stick_divergence(rp, sp, gamma=math.exp(eps))
@@ -75,12 +43,12 @@ def _check_implication(seed, eps):
 
 @settings(derandomize=True, max_examples=1000, deadline=None)
 @given(seed=SEEDS, eps=EPS)
-def test_qprldp_implies_qldp_property(seed, eps):
-    _check_implication(seed, eps)
+def test_qprldp_implies_qldp_property(channel_and_pair, seed, eps):
+    _check_implication(channel_and_pair, seed, eps)
 
 
-def _check_converse(seed, eps, gap):
-    rng, ch, rho, sigma = _setup(seed)
+def _check_converse(channel_and_pair, seed, eps, gap):
+    rng, ch, rho, sigma = channel_and_pair(seed)
     eps2 = eps + gap
     w = pr.qldp_implies_qprldp(ch, rho, sigma, epsilon=eps, epsilon_prime=eps2)
     rp, sp = ch(rho), ch(sigma)
@@ -95,8 +63,8 @@ def _check_converse(seed, eps, gap):
 
 @settings(derandomize=True, max_examples=1000, deadline=None)
 @given(seed=SEEDS, eps=EPS, gap=st.floats(min_value=0.01, max_value=3.0))
-def test_qldp_implies_qprldp_property(seed, eps, gap):
-    _check_converse(seed, eps, gap)
+def test_qldp_implies_qprldp_property(channel_and_pair, seed, eps, gap):
+    _check_converse(channel_and_pair, seed, eps, gap)
 
 
 @settings(derandomize=True, max_examples=1000, deadline=None)

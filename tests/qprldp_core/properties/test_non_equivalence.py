@@ -7,19 +7,13 @@ import math
 import re
 
 import pytest
-from threadpoolctl import threadpool_limits
 
 from qprldp_core import properties as pr
 from qprldp_core.certify import qprldp_certificate
 from qprldp_core.channels import depolarizing
 from qprldp_core.divergences import hockey_stick_divergence, violation_probability
 
-
-@pytest.fixture(autouse=True)
-def _single_threaded_blas():
-    # Small dense eigendecompositions: multithreaded BLAS only adds contention on shared CPUs.
-    with threadpool_limits(limits=1):
-        yield
+pytestmark = pytest.mark.usefixtures("single_threaded_blas")
 
 
 @pytest.mark.parametrize(

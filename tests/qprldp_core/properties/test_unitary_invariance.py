@@ -13,21 +13,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from threadpoolctl import threadpool_limits
 
 from qprldp_core import properties as pr
 from qprldp_core.channels import Channel, depolarizing
 from qprldp_core.divergences import violation_probability
-from qprldp_core.random import random_channel as _random_channel
-from qprldp_core.random import random_density_matrix
 from qprldp_core.random import random_unitary as _random_unitary
 
-
-@pytest.fixture(autouse=True)
-def _single_threaded_blas():
-    # Small dense eigendecompositions: multithreaded BLAS only adds contention on shared CPUs.
-    with threadpool_limits(limits=1):
-        yield
+pytestmark = pytest.mark.usefixtures("single_threaded_blas")
 
 
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
@@ -36,36 +28,12 @@ SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 EPS = st.floats(min_value=0.0, max_value=3.0, allow_nan=False)
 
 
-def random_state(rng: np.random.Generator, d: int) -> np.ndarray:
-    kind = rng.integers(0, 6)
-    if kind == 0:
-        rho = np.zeros((d, d), dtype=complex)
-        k = rng.integers(0, d)
-        rho[k, k] = 1.0
-        return rho
-    if kind == 1:
-        return np.eye(d, dtype=complex) / d
-    return random_density_matrix(d, seed=rng)
-
-
-def random_channel(rng: np.random.Generator, din: int, dout: int) -> Channel:
-    return _random_channel(din, dout, seed=rng)
-
-
 def random_unitary(rng: np.random.Generator, d: int) -> np.ndarray:
     return _random_unitary(d, seed=rng)
 
 
-def _setup(seed):
-    rng = np.random.default_rng(seed)
-    din, dout = (int(x) for x in rng.integers(1, 5, size=2))
-    din = max(din, 1)
-    ch = random_channel(rng, din, dout)
-    return rng, ch, random_state(rng, din), random_state(rng, din)
-
-
-def _check_unitary(seed, eps):
-    rng, ch, rho, sigma = _setup(seed)
+def _check_unitary(channel_and_pair, seed, eps):
+    rng, ch, rho, sigma = channel_and_pair(seed)
     u = random_unitary(rng, ch.output_dim)
     w = pr.unitary_invariance(ch, u, rho, sigma, epsilon=eps)
     assert w.hockey_stick_rotated == pytest.approx(w.hockey_stick, abs=1e-9)
@@ -77,8 +45,8 @@ def _check_unitary(seed, eps):
 
 @settings(derandomize=True, max_examples=1000, deadline=None)
 @given(seed=SEEDS, eps=EPS)
-def test_unitary_invariance_property(seed, eps):
-    _check_unitary(seed, eps)
+def test_unitary_invariance_property(channel_and_pair, seed, eps):
+    _check_unitary(channel_and_pair, seed, eps)
 
 
 def test_unitary_invariance_errors():

@@ -9,20 +9,12 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from threadpoolctl import threadpool_limits
 
 from qprldp_core import sample_complexity as sc
 from qprldp_core.certify import qldp_certificate, qprldp_certificate
-from qprldp_core.channels import Channel, depolarizing
-from qprldp_core.random import random_channel as _random_channel
-from qprldp_core.random import random_density_matrix
+from qprldp_core.channels import depolarizing
 
-
-@pytest.fixture(autouse=True)
-def _single_threaded_blas():
-    # Small dense eigendecompositions: multithreaded BLAS only adds contention on shared CPUs.
-    with threadpool_limits(limits=1):
-        yield
+pytestmark = pytest.mark.usefixtures("single_threaded_blas")
 
 
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
@@ -36,51 +28,6 @@ PROBS = st.floats(1e-3, 1.0)
 
 
 EPS = st.one_of(st.just(0.0), st.floats(1e-6, 2.0))
-
-
-def random_state(rng: np.random.Generator, d: int) -> np.ndarray:
-    kind = rng.integers(0, 6)
-    if kind == 0:
-        rho = np.zeros((d, d), dtype=complex)
-        k = rng.integers(0, d)
-        rho[k, k] = 1.0
-        return rho
-    if kind == 1:
-        return np.eye(d, dtype=complex) / d
-    return random_density_matrix(d, seed=rng)
-
-
-def random_channel(rng: np.random.Generator, din: int, dout: int) -> Channel:
-    return _random_channel(din, dout, seed=rng)
-
-
-def qubit_pair(rng: np.random.Generator):
-    """Outputs of a random channel C^din -> C^2 on random inputs (d_in <= 4)."""
-    din = int(rng.integers(1, 5))
-    ch = random_channel(rng, din, 2)
-    r, s = ch(random_state(rng, din)), ch(random_state(rng, din))
-    if rng.random() < 0.05:
-        s = r.copy()
-    return r, s
-
-
-def private_qubit_channel(rng, p, notion):
-    """N2 ∘ D_p ∘ N1 (QLDP: post-processing keeps E_γ) or U ∘ D_p ∘ N1 (QPrLDP), output C^2."""
-    din = int(rng.integers(1, 5))
-    pre = random_channel(rng, din, 2)
-    if notion == "qldp":
-        post = random_channel(rng, 2, 2)
-    else:
-        g = rng.normal(size=(2, 2)) + 1j * rng.normal(size=(2, 2))
-        post = Channel([np.linalg.qr(g)[0]])
-    return post.compose(depolarizing(p, 2).compose(pre)), din
-
-
-def _le(a, b) -> bool:
-    """a <= b where None means 'more than NMAX'."""
-    if b is None:
-        return True
-    return a <= b
 
 
 def _np_beta(p, q, alpha):
@@ -111,7 +58,7 @@ def test_optimal_type_ii_error_commuting(seed, n, alpha):
     assert got == pytest.approx(exact, abs=1e-7)
 
 
-def _check_asymmetric(seed, alpha, beta):
+def _check_asymmetric(qubit_pair, at_most, seed, alpha, beta):
     # β*_n(α) = 1 - α exactly for identical states; the brute force's scalar optimiser is
     # accurate to ~1e-10, so exact ties β = 1 - α are excluded.
     assume(abs(beta - (1 - alpha)) > 1e-6)
@@ -119,7 +66,7 @@ def _check_asymmetric(seed, alpha, beta):
     r, s = qubit_pair(rng)
     nstar = sc.minimal_copies_asymmetric(r, s, alpha=alpha, beta=beta, max_copies=NMAX)
     b = sc.asymmetric_copy_bounds(r, s, alpha=alpha, beta=beta)
-    assert _le(b.lower, nstar)
+    assert at_most(b.lower, nstar)
     if nstar is None:
         assert b.upper > NMAX
     else:
@@ -129,17 +76,18 @@ def _check_asymmetric(seed, alpha, beta):
 @pytest.mark.slow
 @settings(derandomize=True, max_examples=1000, deadline=None)
 @given(seed=SEEDS, alpha=st.floats(0.001, 0.5), beta=st.floats(0.001, 0.9))
-def test_asymmetric_bounds_bracket_neyman_pearson(seed, alpha, beta):
-    _check_asymmetric(seed, alpha, beta)
+def test_asymmetric_bounds_bracket_neyman_pearson(qubit_pair, at_most, seed, alpha, beta):
+    _check_asymmetric(qubit_pair, at_most, seed, alpha, beta)
 
 
 @settings(derandomize=True, max_examples=100, deadline=None)
 @given(seed=SEEDS, alpha=st.floats(0.001, 0.5), beta=st.floats(0.001, 0.9))
-def test_asymmetric_bounds_bracket_neyman_pearson_fast(seed, alpha, beta):
-    _check_asymmetric(seed, alpha, beta)
+def test_asymmetric_bounds_bracket_neyman_pearson_fast(qubit_pair, at_most, seed, alpha, beta):
+    _check_asymmetric(qubit_pair, at_most, seed, alpha, beta)
 
 
-def _check_private_asymmetric(seed, p, eps, alpha, beta, notion):
+def _check_private_asymmetric(private_qubit_channel, random_state, at_most, seed, p, eps, alpha,
+                              beta, notion):
     assume(abs(beta - (1 - alpha)) > 1e-6)
     rng = np.random.default_rng(seed)
     ch, din = private_qubit_channel(rng, p, notion)
@@ -150,22 +98,27 @@ def _check_private_asymmetric(seed, p, eps, alpha, beta, notion):
                                          max_copies=NMAX)
     lower = sc.private_asymmetric_lower_bound(epsilon=eps, delta=delta, alpha=alpha, beta=beta,
                                               notion=notion)
-    assert _le(lower, nstar)
+    assert at_most(lower, nstar)
 
 
 @pytest.mark.slow
 @settings(derandomize=True, max_examples=1000, deadline=None)
 @given(seed=SEEDS, p=PROBS, eps=EPS, alpha=st.floats(0.001, 0.5), beta=st.floats(0.001, 0.9),
        notion=st.sampled_from(["qldp", "qprldp"]))
-def test_private_asymmetric_lower_bound_brute_force(seed, p, eps, alpha, beta, notion):
-    _check_private_asymmetric(seed, p, eps, alpha, beta, notion)
+def test_private_asymmetric_lower_bound_brute_force(private_qubit_channel, random_state, at_most,
+                                                    seed, p, eps, alpha, beta, notion):
+    _check_private_asymmetric(private_qubit_channel, random_state, at_most, seed, p, eps, alpha,
+                              beta, notion)
 
 
 @settings(derandomize=True, max_examples=100, deadline=None)
 @given(seed=SEEDS, p=PROBS, eps=EPS, alpha=st.floats(0.001, 0.5), beta=st.floats(0.001, 0.9),
        notion=st.sampled_from(["qldp", "qprldp"]))
-def test_private_asymmetric_lower_bound_brute_force_fast(seed, p, eps, alpha, beta, notion):
-    _check_private_asymmetric(seed, p, eps, alpha, beta, notion)
+def test_private_asymmetric_lower_bound_brute_force_fast(private_qubit_channel, random_state,
+                                                         at_most, seed, p, eps, alpha, beta,
+                                                         notion):
+    _check_private_asymmetric(private_qubit_channel, random_state, at_most, seed, p, eps, alpha,
+                              beta, notion)
 
 
 def test_asymmetric_known_values():

@@ -9,21 +9,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from threadpoolctl import threadpool_limits
 
 from qprldp_core import sample_complexity as sc
 from qprldp_core.certify import qldp_certificate
-from qprldp_core.channels import Channel, depolarizing, measure_prepare_channel
+from qprldp_core.channels import depolarizing, measure_prepare_channel
 from qprldp_core.divergences import fidelity
-from qprldp_core.random import random_channel as _random_channel
-from qprldp_core.random import random_density_matrix
 
-
-@pytest.fixture(autouse=True)
-def _single_threaded_blas():
-    # Small dense eigendecompositions: multithreaded BLAS only adds contention on shared CPUs.
-    with threadpool_limits(limits=1):
-        yield
+pytestmark = pytest.mark.usefixtures("single_threaded_blas")
 
 
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
@@ -37,39 +29,6 @@ PROBS = st.floats(1e-3, 1.0)
 
 
 EPS = st.one_of(st.just(0.0), st.floats(1e-6, 2.0))
-
-
-def random_state(rng: np.random.Generator, d: int) -> np.ndarray:
-    kind = rng.integers(0, 6)
-    if kind == 0:
-        rho = np.zeros((d, d), dtype=complex)
-        k = rng.integers(0, d)
-        rho[k, k] = 1.0
-        return rho
-    if kind == 1:
-        return np.eye(d, dtype=complex) / d
-    return random_density_matrix(d, seed=rng)
-
-
-def random_channel(rng: np.random.Generator, din: int, dout: int) -> Channel:
-    return _random_channel(din, dout, seed=rng)
-
-
-def qubit_pair(rng: np.random.Generator):
-    """Outputs of a random channel C^din -> C^2 on random inputs (d_in <= 4)."""
-    din = int(rng.integers(1, 5))
-    ch = random_channel(rng, din, 2)
-    r, s = ch(random_state(rng, din)), ch(random_state(rng, din))
-    if rng.random() < 0.05:
-        s = r.copy()
-    return r, s
-
-
-def _le(a, b) -> bool:
-    """a <= b where None means 'more than NMAX'."""
-    if b is None:
-        return True
-    return a <= b
 
 
 def _map_error(dists, priors, n):
@@ -93,7 +52,7 @@ def _map_nstar(dists, priors, alpha):
 
 @settings(derandomize=True, max_examples=1000, deadline=None)
 @given(seed=SEEDS, m=st.integers(2, 4), d=st.integers(2, 3), alpha=st.floats(0.001, 0.6))
-def test_mary_bounds_bracket_map_commuting(seed, m, d, alpha):
+def test_mary_bounds_bracket_map_commuting(at_most, seed, m, d, alpha):
     rng = np.random.default_rng(seed)
     dists = [rng.dirichlet(np.ones(d) * 0.7) for _ in range(m)]
     priors = rng.dirichlet(np.ones(m) * 2)
@@ -101,7 +60,7 @@ def test_mary_bounds_bracket_map_commuting(seed, m, d, alpha):
     priors /= priors.sum()
     nstar = _map_nstar(dists, priors, alpha)
     b = sc.mary_copy_bounds([np.diag(p) for p in dists], priors=priors, alpha=alpha)
-    assert _le(b.lower, nstar)
+    assert at_most(b.lower, nstar)
     if nstar is None:
         assert b.upper > NMAX
     else:
@@ -110,19 +69,20 @@ def test_mary_bounds_bracket_map_commuting(seed, m, d, alpha):
 
 @settings(derandomize=True, max_examples=1000, deadline=None)
 @given(seed=SEEDS, prior=st.floats(0.05, 0.95), alpha=st.floats(0.001, 0.45))
-def test_mary_bounds_bracket_helstrom_for_two_quantum_states(seed, prior, alpha):
+def test_mary_bounds_bracket_helstrom_for_two_quantum_states(qubit_pair, at_most, seed, prior,
+                                                             alpha):
     rng = np.random.default_rng(seed)
     r, s = qubit_pair(rng)
     nstar = sc.minimal_copies_symmetric(r, s, prior=prior, alpha=alpha, max_copies=NMAX)
     b = sc.mary_copy_bounds([r, s], priors=[prior, 1 - prior], alpha=alpha)
-    assert _le(b.lower, nstar)
+    assert at_most(b.lower, nstar)
     if nstar is not None:
         assert b.upper >= nstar
 
 
 @settings(derandomize=True, max_examples=200, deadline=None)
 @given(seed=SEEDS, m=st.integers(2, 4), alpha=st.floats(0.001, 0.6))
-def test_mary_upper_bound_dominates_pretty_good_measurement(seed, m, alpha):
+def test_mary_upper_bound_dominates_pretty_good_measurement(qubit_pair, seed, m, alpha):
     # P_e^opt <= P_e^PGM <= Barnum-Knill sum; the upper bound on n* must dominate n_PGM.
     rng = np.random.default_rng(seed)
     sts = [qubit_pair(rng)[0] for _ in range(m)]
@@ -147,7 +107,7 @@ def test_mary_upper_bound_dominates_pretty_good_measurement(seed, m, alpha):
         assert b.upper >= n_pgm
 
 
-def _check_private_mary(seed, p, eps, m, alpha):
+def _check_private_mary(random_channel, random_state, at_most, seed, p, eps, m, alpha):
     rng = np.random.default_rng(seed)
     d = int(rng.integers(2, 4))
     din = int(rng.integers(1, 5))
@@ -163,10 +123,11 @@ def _check_private_mary(seed, p, eps, m, alpha):
     nstar = _map_nstar(dists, pri, alpha)
     lower = sc.private_mary_lower_bound(inputs, priors=pri, alpha=alpha, epsilon=eps,
                                         delta=delta)
-    assert _le(lower, nstar)
+    assert at_most(lower, nstar)
 
 
 @settings(derandomize=True, max_examples=1000, deadline=None)
 @given(seed=SEEDS, p=PROBS, eps=EPS, m=st.integers(2, 4), alpha=st.floats(0.001, 0.6))
-def test_private_mary_lower_bound_brute_force(seed, p, eps, m, alpha):
-    _check_private_mary(seed, p, eps, m, alpha)
+def test_private_mary_lower_bound_brute_force(random_channel, random_state, at_most, seed, p, eps,
+                                              m, alpha):
+    _check_private_mary(random_channel, random_state, at_most, seed, p, eps, m, alpha)

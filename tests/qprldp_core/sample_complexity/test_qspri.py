@@ -9,20 +9,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from threadpoolctl import threadpool_limits
 
 from qprldp_core import sample_complexity as sc
-from qprldp_core.channels import Channel
 from qprldp_core.divergences import violation_probability
-from qprldp_core.random import random_channel as _random_channel
-from qprldp_core.random import random_density_matrix
 
-
-@pytest.fixture(autouse=True)
-def _single_threaded_blas():
-    # Small dense eigendecompositions: multithreaded BLAS only adds contention on shared CPUs.
-    with threadpool_limits(limits=1):
-        yield
+pytestmark = pytest.mark.usefixtures("single_threaded_blas")
 
 
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
@@ -31,46 +22,13 @@ SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 NMAX = 8
 
 
-def random_state(rng: np.random.Generator, d: int) -> np.ndarray:
-    kind = rng.integers(0, 6)
-    if kind == 0:
-        rho = np.zeros((d, d), dtype=complex)
-        k = rng.integers(0, d)
-        rho[k, k] = 1.0
-        return rho
-    if kind == 1:
-        return np.eye(d, dtype=complex) / d
-    return random_density_matrix(d, seed=rng)
-
-
-def random_channel(rng: np.random.Generator, din: int, dout: int) -> Channel:
-    return _random_channel(din, dout, seed=rng)
-
-
-def qubit_pair(rng: np.random.Generator):
-    """Outputs of a random channel C^din -> C^2 on random inputs (d_in <= 4)."""
-    din = int(rng.integers(1, 5))
-    ch = random_channel(rng, din, 2)
-    r, s = ch(random_state(rng, din)), ch(random_state(rng, din))
-    if rng.random() < 0.05:
-        s = r.copy()
-    return r, s
-
-
-def _le(a, b) -> bool:
-    """a <= b where None means 'more than NMAX'."""
-    if b is None:
-        return True
-    return a <= b
-
-
-def _check_qspri(seed, eps, delta):
+def _check_qspri(qubit_pair, at_most, seed, eps, delta):
     rng = np.random.default_rng(seed)
     r, s = qubit_pair(rng)
     nb = sc.minimal_copies_qspri(r, s, epsilon=eps, delta=delta, max_copies=NMAX)
     b = sc.qspri_copy_bounds(r, s, epsilon=eps, delta=delta)
     assert b.lower >= 1
-    assert _le(b.lower, nb)
+    assert at_most(b.lower, nb)
     if nb is None:
         assert b.upper > NMAX
     else:
@@ -79,13 +37,13 @@ def _check_qspri(seed, eps, delta):
 
 @settings(derandomize=True, max_examples=1000, deadline=None)
 @given(seed=SEEDS, eps=st.floats(0.0, 3.0), delta=st.floats(0.0, 0.95))
-def test_qspri_bounds_bracket_brute_force(seed, eps, delta):
-    _check_qspri(seed, eps, delta)
+def test_qspri_bounds_bracket_brute_force(qubit_pair, at_most, seed, eps, delta):
+    _check_qspri(qubit_pair, at_most, seed, eps, delta)
 
 
 @settings(derandomize=True, max_examples=100, deadline=None)
 @given(seed=SEEDS, eps=st.floats(0.0, 3.0), a=st.floats(1.05, 10.0))
-def test_violation_probability_renyi_tail_bound(seed, eps, a):
+def test_violation_probability_renyi_tail_bound(qubit_pair, seed, eps, a):
     # V_ε(ρ‖σ) <= exp((a-1)(D̃_a(ρ‖σ) - ε)), the single-copy inequality behind the lower bound
     from qprldp_core.divergences import sandwiched_renyi_divergence
 

@@ -8,16 +8,10 @@ import re
 
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_limits
 
 from qprldp_core import sample_complexity as sc
 
-
-@pytest.fixture(autouse=True)
-def _single_threaded_blas():
-    # Small dense eigendecompositions: multithreaded BLAS only adds contention on shared CPUs.
-    with threadpool_limits(limits=1):
-        yield
+pytestmark = pytest.mark.usefixtures("single_threaded_blas")
 
 
 def test_errors():

@@ -9,22 +9,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from threadpoolctl import threadpool_limits
 
 from qprldp_core import sample_complexity as sc
 from qprldp_core.certify import qldp_certificate, qprldp_certificate
-from qprldp_core.channels import Channel, depolarizing
+from qprldp_core.channels import depolarizing
 from qprldp_core.divergences import fidelity
-from qprldp_core.random import random_channel as _random_channel
-from qprldp_core.random import random_density_matrix
 from qprldp_core.sample_complexity import symmetric
 
-
-@pytest.fixture(autouse=True)
-def _single_threaded_blas():
-    # Small dense eigendecompositions: multithreaded BLAS only adds contention on shared CPUs.
-    with threadpool_limits(limits=1):
-        yield
+pytestmark = pytest.mark.usefixtures("single_threaded_blas")
 
 
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
@@ -40,51 +32,6 @@ PROBS = st.floats(1e-3, 1.0)
 EPS = st.one_of(st.just(0.0), st.floats(1e-6, 2.0))
 
 
-def random_state(rng: np.random.Generator, d: int) -> np.ndarray:
-    kind = rng.integers(0, 6)
-    if kind == 0:
-        rho = np.zeros((d, d), dtype=complex)
-        k = rng.integers(0, d)
-        rho[k, k] = 1.0
-        return rho
-    if kind == 1:
-        return np.eye(d, dtype=complex) / d
-    return random_density_matrix(d, seed=rng)
-
-
-def random_channel(rng: np.random.Generator, din: int, dout: int) -> Channel:
-    return _random_channel(din, dout, seed=rng)
-
-
-def qubit_pair(rng: np.random.Generator):
-    """Outputs of a random channel C^din -> C^2 on random inputs (d_in <= 4)."""
-    din = int(rng.integers(1, 5))
-    ch = random_channel(rng, din, 2)
-    r, s = ch(random_state(rng, din)), ch(random_state(rng, din))
-    if rng.random() < 0.05:
-        s = r.copy()
-    return r, s
-
-
-def private_qubit_channel(rng, p, notion):
-    """N2 ∘ D_p ∘ N1 (QLDP: post-processing keeps E_γ) or U ∘ D_p ∘ N1 (QPrLDP), output C^2."""
-    din = int(rng.integers(1, 5))
-    pre = random_channel(rng, din, 2)
-    if notion == "qldp":
-        post = random_channel(rng, 2, 2)
-    else:
-        g = rng.normal(size=(2, 2)) + 1j * rng.normal(size=(2, 2))
-        post = Channel([np.linalg.qr(g)[0]])
-    return post.compose(depolarizing(p, 2).compose(pre)), din
-
-
-def _le(a, b) -> bool:
-    """a <= b where None means 'more than NMAX'."""
-    if b is None:
-        return True
-    return a <= b
-
-
 def explicit_nstar(r, s, prior, alpha):
     """n* from Helstrom's error of explicitly built 2^n x 2^n tensor powers."""
     for n in range(NMAX + 1):
@@ -95,41 +42,42 @@ def explicit_nstar(r, s, prior, alpha):
 
 @settings(derandomize=True, max_examples=100, deadline=None)
 @given(seed=SEEDS, prior=st.floats(0.05, 0.95), n=st.integers(0, NMAX))
-def test_block_helstrom_matches_explicit(seed, prior, n):
+def test_block_helstrom_matches_explicit(qubit_pair, seed, prior, n):
     rng = np.random.default_rng(seed)
     r, s = qubit_pair(rng)
     assert symmetric._helstrom_blocks(r, s, prior, n) == pytest.approx(
         sc.helstrom_error(r, s, prior=prior, copies=n), abs=1e-10)
 
 
-def _check_symmetric_explicit(seed, prior, alpha):
+def _check_symmetric_explicit(qubit_pair, at_most, seed, prior, alpha):
     rng = np.random.default_rng(seed)
     r, s = qubit_pair(rng)
     nstar = explicit_nstar(r, s, prior, alpha)
     b = sc.symmetric_copy_bounds(r, s, prior=prior, alpha=alpha)
-    assert _le(b.lower, nstar)
+    assert at_most(b.lower, nstar)
     assert b.upper > NMAX if nstar is None else b.upper >= nstar
 
 
 @pytest.mark.slow
 @settings(derandomize=True, max_examples=1000, deadline=None)
 @given(seed=SEEDS, prior=st.floats(0.05, 0.95), alpha=st.floats(0.001, 0.45))
-def test_symmetric_bounds_bracket_explicit_helstrom(seed, prior, alpha):
-    _check_symmetric_explicit(seed, prior, alpha)
+def test_symmetric_bounds_bracket_explicit_helstrom(qubit_pair, at_most, seed, prior, alpha):
+    _check_symmetric_explicit(qubit_pair, at_most, seed, prior, alpha)
 
 
 @settings(derandomize=True, max_examples=100, deadline=None)
 @given(seed=SEEDS, prior=st.floats(0.05, 0.95), alpha=st.floats(0.001, 0.45))
-def test_symmetric_bounds_bracket_explicit_helstrom_fast(seed, prior, alpha):
-    _check_symmetric_explicit(seed, prior, alpha)
+def test_symmetric_bounds_bracket_explicit_helstrom_fast(qubit_pair, at_most, seed, prior,
+                                                         alpha):
+    _check_symmetric_explicit(qubit_pair, at_most, seed, prior, alpha)
 
 
-def _check_symmetric(seed, prior, alpha):
+def _check_symmetric(qubit_pair, at_most, seed, prior, alpha):
     rng = np.random.default_rng(seed)
     r, s = qubit_pair(rng)
     nstar = sc.minimal_copies_symmetric(r, s, prior=prior, alpha=alpha, max_copies=NMAX)
     b = sc.symmetric_copy_bounds(r, s, prior=prior, alpha=alpha)
-    assert _le(b.lower, nstar)
+    assert at_most(b.lower, nstar)
     if nstar is None:
         assert b.upper > NMAX
     else:
@@ -145,11 +93,12 @@ def _check_symmetric(seed, prior, alpha):
 
 @settings(derandomize=True, max_examples=1000, deadline=None)
 @given(seed=SEEDS, prior=st.floats(0.05, 0.95), alpha=st.floats(0.001, 0.45))
-def test_symmetric_bounds_bracket_helstrom(seed, prior, alpha):
-    _check_symmetric(seed, prior, alpha)
+def test_symmetric_bounds_bracket_helstrom(qubit_pair, at_most, seed, prior, alpha):
+    _check_symmetric(qubit_pair, at_most, seed, prior, alpha)
 
 
-def _check_private_symmetric(seed, p, eps, prior, alpha, notion):
+def _check_private_symmetric(private_qubit_channel, random_state, at_most, seed, p, eps, prior,
+                             alpha, notion):
     rng = np.random.default_rng(seed)
     ch, din = private_qubit_channel(rng, p, notion)
     cert = qldp_certificate if notion == "qldp" else qprldp_certificate
@@ -162,8 +111,8 @@ def _check_private_symmetric(seed, p, eps, prior, alpha, notion):
     b = sc.private_symmetric_copy_bounds(ch, rho, sigma, epsilon=eps, delta=delta, prior=prior,
                                          alpha=alpha, notion=notion)
     assert worst <= b.lower or b.lower == 0
-    assert _le(b.lower, nstar)
-    assert _le(worst, nstar)
+    assert at_most(b.lower, nstar)
+    assert at_most(worst, nstar)
     if nstar is not None:
         assert b.upper >= nstar
 
@@ -171,8 +120,10 @@ def _check_private_symmetric(seed, p, eps, prior, alpha, notion):
 @settings(derandomize=True, max_examples=1000, deadline=None)
 @given(seed=SEEDS, p=PROBS, eps=EPS, prior=st.floats(0.05, 0.95),
        alpha=st.floats(0.001, 0.45), notion=st.sampled_from(["qldp", "qprldp"]))
-def test_private_symmetric_bounds_bracket_helstrom(seed, p, eps, prior, alpha, notion):
-    _check_private_symmetric(seed, p, eps, prior, alpha, notion)
+def test_private_symmetric_bounds_bracket_helstrom(private_qubit_channel, random_state, at_most,
+                                                   seed, p, eps, prior, alpha, notion):
+    _check_private_symmetric(private_qubit_channel, random_state, at_most, seed, p, eps, prior,
+                             alpha, notion)
 
 
 def test_symmetric_known_values():

@@ -9,58 +9,24 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from threadpoolctl import threadpool_limits
 
 import qprldp_core.sample_complexity._tensor_powers
-from qprldp_core.channels import Channel
 from qprldp_core.divergences import violation_probability
-from qprldp_core.random import random_channel as _random_channel
-from qprldp_core.random import random_density_matrix
 from qprldp_core.sample_complexity import qspri
 
 # The private helpers under test, reached as module attributes.
 tp = qprldp_core.sample_complexity._tensor_powers
 
 
-@pytest.fixture(autouse=True)
-def _single_threaded_blas():
-    # Small dense eigendecompositions: multithreaded BLAS only adds contention on shared CPUs.
-    with threadpool_limits(limits=1):
-        yield
+pytestmark = pytest.mark.usefixtures("single_threaded_blas")
 
 
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 
 
-def random_state(rng: np.random.Generator, d: int) -> np.ndarray:
-    kind = rng.integers(0, 6)
-    if kind == 0:
-        rho = np.zeros((d, d), dtype=complex)
-        k = rng.integers(0, d)
-        rho[k, k] = 1.0
-        return rho
-    if kind == 1:
-        return np.eye(d, dtype=complex) / d
-    return random_density_matrix(d, seed=rng)
-
-
-def random_channel(rng: np.random.Generator, din: int, dout: int) -> Channel:
-    return _random_channel(din, dout, seed=rng)
-
-
-def qubit_pair(rng: np.random.Generator):
-    """Outputs of a random channel C^din -> C^2 on random inputs (d_in <= 4)."""
-    din = int(rng.integers(1, 5))
-    ch = random_channel(rng, din, 2)
-    r, s = ch(random_state(rng, din)), ch(random_state(rng, din))
-    if rng.random() < 0.05:
-        s = r.copy()
-    return r, s
-
-
 @settings(derandomize=True, max_examples=100, deadline=None)
 @given(seed=SEEDS, n=st.integers(0, 6), mu=st.floats(0.0, 5.0))
-def test_schur_weyl_blocks_match_explicit_tensor_powers(seed, n, mu):
+def test_schur_weyl_blocks_match_explicit_tensor_powers(qubit_pair, seed, n, mu):
     rng = np.random.default_rng(seed)
     r, s = qubit_pair(rng)
     x = tp.tensor_power(r, n) * mu - tp.tensor_power(s, n)
