@@ -16,6 +16,7 @@ __all__ = [
     "expand_transform_param_shift",
     "prepared_for_functorch",
     "reseed_device",
+    "unpromoted_grad_sample",
 ]
 
 #: PennyLane's own expand step for ``param_shift`` (decompose gates without a shift rule,
@@ -51,6 +52,17 @@ def reseed_device(device, seed_sequence) -> None:
             f"seeded resume needs default.qubit or lightning.qubit."
         )
     rng.bit_generator.state = np.random.default_rng(seed_sequence).bit_generator.state
+
+
+def unpromoted_grad_sample(parameter):
+    """Per-example gradients Opacus 1.6 computed for ``parameter`` but has not promoted to
+    ``grad_sample`` (``parameter._current_grad_sample``; no public accessor), or ``None``.
+
+    Opacus promotes them when the last captured activation of a module has been consumed by a
+    backward pass; a forward pass with gradients enabled and no backward of its own leaves one
+    behind, and the backward of the next batch then stays unpromoted.
+    """
+    return getattr(parameter, "_current_grad_sample", None)
 
 
 #: The attribute Opacus 1.6's ``opacus.grad_sample.functorch.prepare_layer`` sets on a layer

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from opacus.optimizers import DPOptimizer
 
+from .. import _compat
 from .._validation import (
     check_beta,
     check_choice,
@@ -392,6 +393,28 @@ class QShiftDPOptimizer(DPOptimizer):
         self._step_stats["largest_norm_ratio"] = float(ratio[0])
 
     # ------------------------------------------------------------------ per-sample gradients
+    def _check_promoted(self) -> None:
+        """Refuse a step whose per-example gradients Opacus computed but never promoted.
+
+        A forward pass with gradients enabled, in train mode and without a backward pass of its
+        own (``print(model(x))`` in the loop) leaves an activation on Opacus's stack; the next
+        backward pass then leaves its per-example gradients unpromoted (``p.grad_sample`` stays
+        ``None``) and, with more batches, adds them to the earlier ones. Opacus refuses the step
+        ("Per sample gradient is not initialized"); without this check the step would release
+        noise only. Whether it happens depends on the loop, never on the data.
+        """
+        stale = [tuple(p.shape) for p in self.params
+                 if _compat.unpromoted_grad_sample(p) is not None]
+        if stale:
+            raise ValueError(
+                f"optimizer.step() after a backward pass whose per-example gradients Opacus did "
+                f"not finish (parameters of shapes {stale}): a forward pass with gradients "
+                f"enabled and no backward pass of its own ran before this batch's (e.g. "
+                f"printing or evaluating model(x) in the training loop). Run such forward "
+                f"passes under torch.no_grad() or in model.eval(). No step was taken; the "
+                f"model's per-example bookkeeping is now out of step, so call make_private "
+                f"again on a fresh module.")
+
     def _ensure_grad_samples(self) -> int:
         """Fill missing per-sample gradients with zeros; return the batch size."""
         sizes = [len(p.grad_sample) if isinstance(p.grad_sample, torch.Tensor) else
@@ -614,6 +637,7 @@ class QShiftDPOptimizer(DPOptimizer):
                 f"{self.ledger.target_epsilon:.4f}."
             )
         self._check_one_batch()
+        self._check_promoted()
         self._ensure_grad_samples()
         self._scale_iterations = self.accumulated_iterations
         if self.clip_norm_fn is not None and not self._is_last_step_skipped and self.history and (

@@ -641,3 +641,58 @@ def test_secure_normal_is_standard_normal():
     se_mean, se_var = 1 / math.sqrt(20000), math.sqrt(2 / 20000)
     assert abs(z.mean()) < 5 * se_mean
     assert abs(z.var() - 1.0) < 5 * se_var
+
+
+def _stray_forward_setup():
+    torch.manual_seed(0)
+    dev = qml.device("default.qubit", wires=2)
+
+    def circuit(inputs, weights):
+        qml.AngleEmbedding(inputs, wires=range(2), rotation="Y")
+        qml.StronglyEntanglingLayers(weights, wires=range(2))
+        return qml.expval(qml.Z(0))
+
+    qnode = qml.QNode(circuit, dev, interface="torch", diff_method=qs.param_shift)
+    layer = qs.qnn.TorchLayer(qnode, {"weights": (1, 2, 3)}).double()
+    x = torch.rand(40, 2, dtype=torch.float64)
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(x, torch.ones(40, dtype=torch.float64)), batch_size=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return x, *qs.make_private(layer, torch.optim.SGD(layer.parameters(), lr=0.1), loader,
+                                   target_epsilon=5.0, target_delta=1e-5, epochs=1,
+                                   max_grad_norm=1.0, seed=0)
+
+
+@pytest.mark.parametrize("stray", ["other_batch", "same_batch"])
+def test_a_stray_forward_with_gradients_is_refused_not_a_noise_only_step(stray):
+    """A forward pass with gradients enabled and no backward of its own (printing model(x) in
+    the loop) leaves Opacus's per-example gradients of the next backward unpromoted: Opacus
+    refuses the step, and so does the optimizer (before: a silent noise-only step, ε charged)."""
+    x, model, opt, loader = _stray_forward_setup()
+    xb, yb = next(iter(loader))
+    model(x[:3] if stray == "other_batch" else xb)  # the stray forward
+    opt.zero_grad()
+    torch.nn.functional.mse_loss(model(xb), yb).backward()
+    steps = opt.ledger.steps
+    with pytest.raises(ValueError, match=re.escape("Run such forward passes under "
+                                                   "torch.no_grad() or in model.eval()")):
+        opt.step()
+    assert opt.ledger.steps == steps  # nothing charged
+
+
+@pytest.mark.parametrize("quiet", ["no_grad", "eval"])
+def test_forward_passes_without_gradients_or_in_eval_mode_are_fine(quiet):
+    x, model, opt, loader = _stray_forward_setup()
+    xb, yb = next(iter(loader))
+    if quiet == "no_grad":
+        with torch.no_grad():
+            model(x[:3])
+    else:
+        model.eval()
+        model(x[:3])
+        model.train()
+    opt.zero_grad()
+    torch.nn.functional.mse_loss(model(xb), yb).backward()
+    opt.step()
+    assert opt.last_record["batch_examples"] == len(xb)
