@@ -330,7 +330,8 @@ def _run_train(args) -> int:
     try:
         with warnings.catch_warnings():  # printed below as a WARNING line, not twice
             warnings.filterwarnings("ignore", message="the classifier (predicts the majority"
-                                    "|barely separates)", category=UserWarning)
+                                    "|barely separates|is systematically wrong)",
+                                    category=UserWarning)
             result = train(config, progress=not args.no_progress, resume=args.resume)
     except (ValueError, TypeError, NotImplementedError) as err:
         raise _CLIError(_flag_names(str(err))) from err

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-__all__ = ["TrainConfig"]
+__all__ = ["TrainConfig", "flag_name"]
 
 
 @dataclasses.dataclass
@@ -64,3 +64,22 @@ class TrainConfig:
     # pair per column; None: the shipped defaults (iris, wine, breast_cancer)
     feature_range: tuple | list | None = None
     diagnostics: bool = False  # write per-step statistics of the private batches (not protected)
+
+
+#: The ``qshiftdp train`` flags of the :class:`TrainConfig` fields not set by ``--<field>``.
+_FLAG_NAMES = {
+    "csv_path": "--csv",
+    "expected_batch_size": "--batch-size",
+    "secure_mode": "--seeded-noise (its opposite)",
+    "init_scale": "init_scale (no flag; the Python API's TrainConfig)",
+}
+
+
+def flag_name(field: str) -> str:
+    """The ``qshiftdp train`` flag that sets the :class:`TrainConfig` field ``field``.
+
+    Example:
+        >>> flag_name("expected_batch_size"), flag_name("epochs")
+        ('--batch-size', '--epochs')
+    """
+    return _FLAG_NAMES.get(field, "--" + field.replace("_", "-"))

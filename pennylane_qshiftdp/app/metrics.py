@@ -67,16 +67,22 @@ def majority_rate(y) -> float:
 def majority_class_warning(test_accuracy: float, rate: float,
                            balanced_accuracy: float = math.nan,
                            n_classes: int | None = None) -> str | None:
-    """The warning text for a classifier that has learned little: its final ``test_accuracy``
-    is within :data:`MAJORITY_TOLERANCE` of the test split's majority-class ``rate``, or its
-    ``balanced_accuracy`` is within :data:`CHANCE_TOLERANCE` of ``1 / n_classes``; ``None``
-    otherwise.
+    """The warning text for a classifier that has learned little or is systematically wrong.
+
+    Three cases, ``None`` otherwise: the final ``test_accuracy`` is within
+    :data:`MAJORITY_TOLERANCE` of the test split's majority-class ``rate``; the
+    ``balanced_accuracy`` is within :data:`CHANCE_TOLERANCE` of ``1 / n_classes`` (either side:
+    what a constant answer scores); or it is more than that *below* ``1 / n_classes``, i.e. the
+    classifier is systematically wrong (an inverted sign, a class order swapped), which points
+    to other causes than too little training.
 
     Example:
         >>> majority_class_warning(0.63, 0.627)[:44]
         'the classifier predicts the majority class: '
         >>> majority_class_warning(0.65, 0.629, 0.528, 2)[:43]
         'the classifier barely separates the classes'
+        >>> majority_class_warning(0.1053, 0.3421, 0.1047, 3)[:41]
+        'the classifier is systematically wrong: t'
         >>> majority_class_warning(0.9, 0.627, 0.88, 2) is None
         True
     """
@@ -90,11 +96,23 @@ def majority_class_warning(test_accuracy: float, rate: float,
                 f"{test_accuracy:.4f}{bal} is within {MAJORITY_TOLERANCE} of the held-out "
                 f"test split's majority-class rate {rate:.4f}, what always answering the most "
                 f"frequent class scores. {hint}")
-    if n_classes and math.isfinite(balanced_accuracy) and \
-            balanced_accuracy <= 1.0 / n_classes + CHANCE_TOLERANCE + 1e-12:
+    if not (n_classes and math.isfinite(balanced_accuracy)):
+        return None
+    chance = 1.0 / n_classes
+    accuracy = (f"the accuracy {test_accuracy:.4f} is "
+                f"{'above' if test_accuracy > rate else 'below'} the majority-class rate "
+                f"{rate:.4f}")
+    if abs(balanced_accuracy - chance) <= CHANCE_TOLERANCE + 1e-12:
         return (f"the classifier barely separates the classes: the final balanced accuracy "
                 f"{balanced_accuracy:.4f} (mean per-class recall on the held-out test split) is "
-                f"within {CHANCE_TOLERANCE} of 1/{n_classes} = {1.0 / n_classes:.4f}, what any "
-                f"constant answer scores, although the accuracy {test_accuracy:.4f} is above "
-                f"the majority-class rate {rate:.4f}. {hint}")
+                f"within {CHANCE_TOLERANCE} of 1/{n_classes} = {chance:.4f}, what any constant "
+                f"answer scores; {accuracy}. {hint}")
+    if balanced_accuracy < chance - CHANCE_TOLERANCE:
+        return (f"the classifier is systematically wrong: the final balanced accuracy "
+                f"{balanced_accuracy:.4f} (mean per-class recall on the held-out test split) is "
+                f"more than {CHANCE_TOLERANCE} below 1/{n_classes} = {chance:.4f}, what any "
+                f"constant answer scores; {accuracy}. It separates the classes but answers "
+                f"the wrong ones (e.g. a readout whose sign or class order is inverted); more "
+                f"training in the same direction will not fix it: try another initialisation "
+                f"(--seed), a larger learning rate or a larger epsilon.")
     return None

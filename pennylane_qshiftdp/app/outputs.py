@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from ..accountants.ledger import PrivacyLedger
+from .config import flag_name
 from .records import (
     NOT_PROTECTED,
     PUBLIC_EPOCH_FIELDS,
@@ -133,7 +134,7 @@ def read_checkpoint(out_dir: Path | None, config) -> tuple[dict, dict | None]:
         raise ValueError(f"--resume: the checkpoint {path} cannot be read (corrupt or "
                          f"truncated?): not a qshiftdp train checkpoint.")
     saved, now = ckpt["config"], dataclasses.asdict(config)
-    differ = [f"--{k.replace('_', '-')}: {saved.get(k)!r} (interrupted run) vs "
+    differ = [f"{flag_name(k)}: {saved.get(k)!r} (interrupted run) vs "
               f"{now.get(k)!r} (now)" for k in sorted(set(saved) | set(now))
               if saved.get(k) != now.get(k) and k != "output_dir"]  # a moved run resumes
     if differ:

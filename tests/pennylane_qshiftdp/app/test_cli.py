@@ -242,6 +242,10 @@ def test_train_refuses_to_overwrite_a_ledger_and_resume_lists_differences(capsys
     assert main([*_TINY_ARGS, "--output-dir", out, "--resume", "--lr", "0.3"]) == 2
     err = capsys.readouterr().err
     assert "--lr: 0.2 (interrupted run) vs 0.3 (now)" in err
+    # fields whose flag is not --<field>: the message names the flag a user types
+    assert main([*_TINY_ARGS, "--output-dir", out, "--resume", "--batch-size", "7"]) == 2
+    err = capsys.readouterr().err
+    assert "--batch-size: " in err and "--expected-batch-size" not in err
     ledger = json.loads((tmp_path / "run" / "ledger.json").read_text())
     prov = ledger["extra"]["provenance"]
     # a hash of the training data is a function of every private example: diagnostics only

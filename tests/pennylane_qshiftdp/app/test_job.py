@@ -705,6 +705,8 @@ def test_accuracy_plot_draws_the_test_splits_majority_rate(monkeypatch, tmp_path
     (0.6503, 0.6294, 0.5283, 2, "barely separates the classes"),  # breast_cancer's default run
     (0.62, 0.40, 0.37, 3, "barely separates the classes"),       # 1/3 + 0.05 = 0.383
     (0.62, 0.40, 0.40, 3, None),                                 # above 1/K + 0.05
+    (0.1053, 0.3421, 0.1047, 3, "systematically wrong"),         # iris, found by a user
+    (0.30, 0.40, 0.29, 3, "barely separates the classes"),       # 1/3 - 0.05 = 0.283
     (0.9, 0.627, 0.88, 2, None),
     (0.9, 0.627, math.nan, None, None),                          # K unknown: rate rule only
 ])
