@@ -7,8 +7,9 @@ depended on a private example would itself reveal it.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import pennylane as qml
 import torch
@@ -16,12 +17,13 @@ from numpy.typing import ArrayLike
 from opacus import GradSampleModule
 from opacus.validators import ModuleValidator
 
+from . import _compat
 from .exceptions import PrivacyWarning, SensitivityError
 from .gradients.sensitivity_bound import sensitivity
 from .qnn.evaluation import gradient_route
 from .qnn.private_qnode import check_private_qnode
 
-__all__ = ["check_per_example_loss"]
+__all__ = ["check_per_example_loss", "preserved_shot_rngs"]
 
 
 def torch_layers(module: torch.nn.Module) -> list[qml.qnn.TorchLayer]:
@@ -59,13 +61,47 @@ def check_supported(module: torch.nn.Module, layers) -> None:
         raise SensitivityError(f"Opacus cannot make this module private: {errors}")
 
 
-def modules_after(module, layer, example) -> list[str] | None:
-    """What runs after ``layer`` on a synthetic input: modules with parameters, by name.
+# Synthetic inputs of the coverage probe besides zeros: seeded, public, of the example's shape.
+_COVERAGE_PROBES = 2
 
-    The input is zeros of the example's shape and dtype (public). If the model's output is not
-    the layer's output (up to reshaping), ``"post-processing in forward()"`` is listed too
-    (e.g. a scale factor). ``None`` if the probe fails.
+
+def modules_after(module, layer, example) -> list[str] | None:
+    """What runs after ``layer`` on synthetic inputs: modules with parameters, by name.
+
+    The inputs are zeros and :data:`_COVERAGE_PROBES` seeded random tensors of the example's
+    shape and dtype (public; never the data). If the model's output is not the layer's output
+    (up to reshaping) on any of them, ``"post-processing in forward()"`` is listed too (e.g. a
+    scale factor, or one that depends on the input). ``None`` if a probe fails.
     """
+    zero = torch.zeros_like(torch.as_tensor(example))
+    gen = torch.Generator().manual_seed(0)
+    probes = [zero] + [(torch.rand(zero.shape, generator=gen, dtype=torch.float64) * 2 - 1)
+                       .to(zero.dtype) for _ in range(_COVERAGE_PROBES)]
+    found: list[str] = []
+    for x in probes:
+        names = _modules_after_one(module, layer, x)
+        if names is None:
+            return None
+        found += [n for n in names if n not in found]
+    return found
+
+
+@contextlib.contextmanager
+def preserved_shot_rngs(module) -> Iterator[None]:
+    """Restore the shot-sampling generators of ``module``'s simulators on exit: the checks'
+    forward passes on synthetic inputs then change no seeded draw of the training run."""
+    rngs = [_compat.device_rng(m.qnode.device) for m in module.modules()
+            if isinstance(m, qml.qnn.TorchLayer)]
+    saved = [(r, r.bit_generator.state) for r in rngs if r is not None]
+    try:
+        yield
+    finally:
+        for rng, state in saved:
+            rng.bit_generator.state = state
+
+
+def _modules_after_one(module, layer, x) -> list[str] | None:
+    """:func:`modules_after` for one synthetic input ``x``."""
     order: list[tuple[str, torch.nn.Module]] = []
     captured: dict[str, object] = {}
     handles = [layer.register_forward_hook(
@@ -76,7 +112,7 @@ def modules_after(module, layer, example) -> list[str] | None:
                 lambda mod, _inp, name=name: order.append((name, mod))))
     try:
         with torch.no_grad():
-            out = module(torch.zeros_like(torch.as_tensor(example)).unsqueeze(0))
+            out = module(x.unsqueeze(0))
     except Exception:  # noqa: BLE001 - a probe only; the caller says it could not check
         return None
     finally:

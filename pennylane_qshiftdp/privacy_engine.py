@@ -47,6 +47,7 @@ from .model_checks import (
     gradient_routes,
     layer_sensitivity,
     output_shape,
+    preserved_shot_rngs,
     torch_layers,
 )
 from .optimizers.optimizer import QShiftDPOptimizer
@@ -536,37 +537,39 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         secure_mode=secure_mode, seed=seed, variance_floor_source=variance_floor_source,
         max_grad_norm=max_grad_norm)
     model = _prepare_model(module, optimizer)
-    sampling = _prepare_sampling(data_loader, sample_rate, epochs)
-    example = sampling.dataset[0][0]
-    sens = _prepare_sensitivity(model, example, max_grad_norm=max_grad_norm, credit=credit,
-                                loss=loss, adaptive_clipping=adaptive_clipping,
-                                jacobian_bound=jacobian_bound)
-    if loss is not None and max_grad_norm not in ("certified", "public"):
-        warnings.warn("`loss` is used only with max_grad_norm='certified' or 'public'; the clip "
-                      "norm bounds the gradients here.", PrivacyWarning, stacklevel=2)
-    coverage = None
-    if max_grad_norm == "certified":
-        coverage = certified_coverage(model.module, model.layers[0], example, loss, strict)
-    if criterion is not None:
-        check_per_example_loss(criterion, output_shape(model.module, example),
-                               sampling.dataset[0][1])
-    clipping = _prepare_clipping(model, sampling, sens, max_grad_norm=max_grad_norm,
-                                 classical_max_grad_norm=classical_max_grad_norm,
-                                 input_range=input_range, adaptive_clipping=adaptive_clipping,
-                                 seed=seed)
-    _check_credit(model, sens, credit=credit, max_grad_norm=max_grad_norm,
-                  variance_floor=variance_floor)
-    sigma, floor = _prepare_noise(sampling, target_epsilon=target_epsilon,
-                                  target_delta=target_delta, accountant=accountant,
-                                  credit=credit, proven_epsilon_factor=proven_epsilon_factor)
-    ledger = _prepare_ledger(
-        sampling, clipping, sens, sigma=sigma, floor=floor, target_epsilon=target_epsilon,
-        target_delta=target_delta, adjacency=adjacency, credit=credit, beta=beta,
-        accountant=accountant, variance_floor=variance_floor,
-        variance_floor_source=variance_floor_source, secure_mode=secure_mode, seed=seed,
-        coverage=coverage, proven_epsilon_factor=proven_epsilon_factor,
-        preprocessing_note=preprocessing_note,
-        routes=gradient_routes(model.module, model.layers, example))
+    # The checks below run forward passes on synthetic inputs; they draw no seeded shot.
+    with preserved_shot_rngs(model.module):
+        sampling = _prepare_sampling(data_loader, sample_rate, epochs)
+        example = sampling.dataset[0][0]
+        sens = _prepare_sensitivity(model, example, max_grad_norm=max_grad_norm, credit=credit,
+                                    loss=loss, adaptive_clipping=adaptive_clipping,
+                                    jacobian_bound=jacobian_bound)
+        if loss is not None and max_grad_norm not in ("certified", "public"):
+            warnings.warn("`loss` is used only with max_grad_norm='certified' or 'public'; the "
+                          "clip norm bounds the gradients here.", PrivacyWarning, stacklevel=2)
+        coverage = None
+        if max_grad_norm == "certified":
+            coverage = certified_coverage(model.module, model.layers[0], example, loss, strict)
+        if criterion is not None:
+            check_per_example_loss(criterion, output_shape(model.module, example),
+                                   sampling.dataset[0][1])
+        clipping = _prepare_clipping(model, sampling, sens, max_grad_norm=max_grad_norm,
+                                     classical_max_grad_norm=classical_max_grad_norm,
+                                     input_range=input_range, adaptive_clipping=adaptive_clipping,
+                                     seed=seed)
+        _check_credit(model, sens, credit=credit, max_grad_norm=max_grad_norm,
+                      variance_floor=variance_floor)
+        sigma, floor = _prepare_noise(sampling, target_epsilon=target_epsilon,
+                                      target_delta=target_delta, accountant=accountant,
+                                      credit=credit, proven_epsilon_factor=proven_epsilon_factor)
+        ledger = _prepare_ledger(
+            sampling, clipping, sens, sigma=sigma, floor=floor, target_epsilon=target_epsilon,
+            target_delta=target_delta, adjacency=adjacency, credit=credit, beta=beta,
+            accountant=accountant, variance_floor=variance_floor,
+            variance_floor_source=variance_floor_source, secure_mode=secure_mode, seed=seed,
+            coverage=coverage, proven_epsilon_factor=proven_epsilon_factor,
+            preprocessing_note=preprocessing_note,
+            routes=gradient_routes(model.module, model.layers, example))
     gen, dp_loader = _prepare_loader(model, data_loader, sampling, secure_mode=secure_mode,
                                      seed=seed, distributed=distributed)
     gs_module = GradSampleModule(model.module, batch_first=True, loss_reduction=loss_reduction)

@@ -509,3 +509,40 @@ def test_the_analytic_adjoint_route_runs_no_device_execution():
         layer(x).sum().backward()
     assert tracker.totals == {}
     assert layer.evaluations.last_grad_sample is None  # no Opacus hooks here: nothing sampled
+
+
+class _ScaledByTheInput(torch.nn.Module):
+    """Post-processing that depends on the input: invisible on a zero input."""
+
+    def __init__(self, layer):
+        super().__init__()
+        self.q = layer
+
+    def forward(self, x):
+        return self.q(x) * (1 + 10 * x[:, 0])
+
+
+def test_strict_sees_post_processing_that_depends_on_the_input_and_draws_no_shot():
+    """The coverage probe runs zeros and seeded random inputs (public): a scale factor that is 1
+    at x = 0 is seen (found by a user: 'covered' was reported and 39 clips bound);
+    make_private's checks restore the simulator's shot generator, so seeded draws are
+    unchanged."""
+    layer = _layer(shots=20, seed=1)
+    rng = layer.qnode.device._rng
+    before = rng.bit_generator.state
+    model = _ScaledByTheInput(layer)
+    with pytest.raises(qs.SensitivityError, match="post-processing in forward"):
+        qs.make_private(model, torch.optim.SGD(model.parameters(), lr=0.1),
+                        _loader(_data()), target_epsilon=1.0, target_delta=1e-5, epochs=1,
+                        loss=qs.losses.LinearLoss(), strict=True, seed=0)
+    assert rng.bit_generator.state == before
+
+
+def test_make_private_draws_no_shot_of_the_seeded_device():
+    layer = _layer(shots=20, seed=1)
+    rng = layer.qnode.device._rng
+    before = rng.bit_generator.state
+    qs.make_private(layer, torch.optim.SGD(layer.parameters(), lr=0.1), _loader(_data()),
+                    target_epsilon=1.0, target_delta=1e-5, epochs=1,
+                    loss=qs.losses.LinearLoss(), seed=0)
+    assert rng.bit_generator.state == before
