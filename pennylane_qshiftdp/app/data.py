@@ -45,6 +45,7 @@ from ..exceptions import PrivacyWarning
 
 __all__ = [
     "DATASETS",
+    "LABEL_SET_NOTE",
     "DIGITS_POOLING_GRIDS",
     "DIGITS_STROKE_REGIONS",
     "FEATURE_RANGES",
@@ -134,6 +135,15 @@ _DIGITS_MAX = 16.0
 
 #: CSV cells read as missing values (compared case-insensitively, after stripping).
 _MISSING = frozenset({"", "na", "n/a", "nan", "null", "none", "?"})
+
+#: The preprocessing note of a CSV whose classes were read from the data (no ``classes``).
+LABEL_SET_NOTE = (
+    "the set of classes (and with it the model's number of outputs, its loss and the label "
+    "mapping) was read from the training data, since no classes were declared: it is treated "
+    "as public, like the number of examples, and is NOT protected by the differential-privacy "
+    "guarantee (one example of an otherwise absent label changes it); declare the classes "
+    "(`classes`, `--classes`) to cover it."
+)
 
 _PCA_NOTE = (
     "preprocessing='standardize_pca' fitted on the training split: the per-feature means and "
@@ -248,7 +258,10 @@ def load_dataset(
     - ``"wine"``: 13 features; default: all 3 classes (class_0, class_1, class_2 → 0, 1, 2).
     - ``"csv"``: the file ``csv_path`` with a header row; the column ``label_column`` holds
       the labels (numbers or strings), every other column must be numeric; no missing values.
-      Without ``classes`` every label present is a class, in sorted order (two → binary).
+      Without ``classes`` (or with ``"all"``) every label present is a class, in sorted order
+      (two → binary): the label set is then read from the data, which the privacy statement
+      says is not protected (:data:`LABEL_SET_NOTE`, a :class:`PrivacyWarning`); declare the
+      classes to cover it.
 
     ``classes`` selects the task: a pair ``(a, b)`` is binary (``a`` → −1, ``b`` → +1); a list
     of three or more classes, or ``"all"`` (every class present, sorted), is a multi-class task
@@ -433,6 +446,10 @@ def load_dataset(
     else:
         task = f"{len(chosen)}-class task " + ", ".join(
             f"{n} ({i})" for i, n in enumerate(shown))
+    if name == "csv" and (classes is None or classes == "all"):
+        note = LABEL_SET_NOTE if note is None else f"{note} Also, {LABEL_SET_NOTE}"
+        warnings.warn(f"Data-dependent label set: {LABEL_SET_NOTE}", PrivacyWarning,
+                      stacklevel=2)
     description = (
         f"{source}, {task}; {how}; {len(y_train)} train / {len(y_test)} test "
         f"examples (stratified split, test_size={test_size:g}, seed={seed})."

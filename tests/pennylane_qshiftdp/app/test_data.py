@@ -12,6 +12,7 @@ from pennylane_qshiftdp.app.data import (
     DIGITS_POOLING_GRIDS,
     FEATURE_RANGES,
     IRIS_FEATURE_RANGES,
+    LABEL_SET_NOTE,
     WINE_FEATURE_RANGES,
     Dataset,
     load_dataset,
@@ -330,6 +331,21 @@ class TestCSV:
         with pytest.raises(ValueError, match=re.escape(msg)):
             load_dataset("csv", csv_path=path, label_column="label", n_features=2)
 
+    @pytest.mark.parametrize("classes", [None, "all"])
+    def test_a_label_set_read_from_the_data_is_stated_as_not_protected(self, tmp_path, classes):
+        """One example of an otherwise absent label changes K, the loss and the label mapping:
+        read from the data, the label set is treated as public and stated as NOT protected."""
+        text = "a,y\n" + "".join(f"{v},{c}\n" for v, c in [(0, "u"), (1, "v")] * 6)
+        path = write_csv(tmp_path / "l.csv", text)
+        with pytest.warns(PrivacyWarning, match="Data-dependent label set"):
+            ds = load_dataset("csv", csv_path=path, label_column="y", feature_range=(0, 1),
+                              n_features=1, test_size=0.5, classes=classes)
+        assert ds.preprocessing_note == LABEL_SET_NOTE
+        assert "NOT protected" in ds.preprocessing_note
+        declared = load_dataset("csv", csv_path=path, label_column="y", feature_range=(0, 1),
+                                n_features=1, test_size=0.5, classes=("u", "v"))
+        assert declared.preprocessing_note is None
+
     def test_feature_range_exact_values_and_clipping(self, tmp_path):
         text = "a,b,c,y\n" + "".join(
             f"{a},{b},{c},{y}\n" for a, b, c, y in
@@ -337,7 +353,7 @@ class TestCSV:
         path = write_csv(tmp_path / "r.csv", text)
         ranges = [(0, 4), (10, 50), (0, 10)]
         ds = load_dataset("csv", csv_path=path, label_column="y", feature_range=ranges,
-                          n_features=3, test_size=0.5)
+                          n_features=3, test_size=0.5, classes=("u", "v"))
         assert ds.feature_names == ("a", "b", "c") and ds.classes == ("u", "v")
         rows = {(0.0, 0.0, 0.5): -1.0, (0.5, 0.5, 0.0): 1.0, (0.25, 0.25, 1.0): -1.0,
                 (1.0, 1.0, 0.0): 1.0}
@@ -348,7 +364,7 @@ class TestCSV:
         # c = -1 (4 rows) and c = 12 (4 rows) are outside [0, 10]: clipped and counted
         assert ds.clipped_values == 8
         assert "(values outside clipped: 8 of 48 values)" in ds.description
-        assert ds.preprocessing_note is None
+        assert ds.preprocessing_note is None  # declared ranges and declared classes
         # grouping: 3 columns into 2 features = mean(a, b), c
         ds2 = load_dataset("csv", csv_path=path, label_column="y", feature_range=ranges,
                            n_features=2, test_size=0.5)
