@@ -331,7 +331,8 @@ def sensitivity(qnode: qml.QNode, *args: Any, loss: BoundedLoss | None = None,
                 f"The classical Jacobian from the trainable weights to the gate parameters "
                 f"depends on {varies} (e.g. RX(w * x) or RX(w ** 2)), so the gradient has no "
                 f"data-independent bound. Pass `jacobian_bound` with a bound on "
-                f"|∂φ_i/∂θ_k| that holds for every input."
+                f"|∂φ_i/∂θ_k| that holds for every input, or use separate gates for data and "
+                f"weights: RX(x) RX(w)."
             )
         abs_jac = np.abs(jac)
     else:

@@ -83,10 +83,12 @@ def param_dependencies(params, x_leaf, w_leaves) -> list[tuple]:
         on_w = any(g is not None and bool(torch.any(g != 0)) for g in gws)
         if on_x and on_w:
             raise SensitivityError(
-                "A gate parameter depends on both the inputs and the weights (e.g. RX(w * x)): "
-                "its per-example gradient with respect to the weights is data dependent, so it "
-                "has no a-priori bound. Use separate gates for data and weights (data "
-                "re-uploading: RX(x) RX(w))."
+                "A gate parameter depends on both the inputs and the weights: each gate "
+                "parameter must depend on the inputs or on the weights, not both (in RX(w * x) "
+                "the derivative with respect to w is the data itself, so the gradient has no "
+                "a-priori bound; RX(x + w) is not supported either). Use separate gates for "
+                "data and weights (data re-uploading): RX(x) RX(w), which equals RX(x + w) for "
+                "rotations about one axis."
             )
         row = None
         if on_w:
