@@ -193,7 +193,7 @@ def _prepare_sensitivity(model: _Model, example, *, max_grad_norm, credit, loss,
 
 def _prepare_clipping(model: _Model, sampling: _Sampling, sens, *, max_grad_norm,
                       classical_max_grad_norm, input_range, adaptive_clipping,
-                      seed) -> _Clipping:
+                      seed, loss) -> _Clipping:
     """The clip norm of each mode and its description for the privacy statement."""
     classical, layers = model.classical, model.layers
     example = sampling.dataset[0][0]
@@ -232,8 +232,11 @@ def _prepare_clipping(model: _Model, sampling: _Sampling, sens, *, max_grad_norm
         bounds = sens.loss_grad_bounds
 
         def clip_norm_fn(step):
+            # A softmax cross-entropy bounds by its largest actual gradient over the labels
+            # (domain_gradient_bound's `loss`); any other loss by the norm-based bound.
             return domain_gradient_bound(layer, input_range=input_range, n_inputs=n_in,
-                                         loss_grad_bounds=bounds, seed=(seed or 0, step))
+                                         loss_grad_bounds=bounds, seed=(seed or 0, step),
+                                         loss=loss)
 
         clip = min(sens.delta, clip_norm_fn(0))
         info = {"mode": "public", "delta": sens.delta, "initial_clip_norm": clip,
@@ -451,7 +454,9 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
             per-example gradient norm found at sampled points of the declared ``input_range``
             at the current weights (an estimate of the supremum: a clip may bind),
             :func:`~pennylane_qshiftdp.domain_gradient_bound`, recomputed every
-            epoch; needs a model that is one TorchLayer fed by the data), a positive float
+            epoch; with a :class:`~pennylane_qshiftdp.losses.SoftmaxCrossEntropyLoss` the
+            largest actual gradient over the labels; needs a model that is one TorchLayer fed
+            by the data), a positive float
             (DP-SGD clipping of all parameters at C) or ``"adaptive"`` (quantile clipping,
             Andrew et al.).
         loss: the :class:`~pennylane_qshiftdp.losses.BoundedLoss` whose gradient bound enters
@@ -556,7 +561,7 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         clipping = _prepare_clipping(model, sampling, sens, max_grad_norm=max_grad_norm,
                                      classical_max_grad_norm=classical_max_grad_norm,
                                      input_range=input_range, adaptive_clipping=adaptive_clipping,
-                                     seed=seed)
+                                     seed=seed, loss=loss)
         _check_credit(model, sens, credit=credit, max_grad_norm=max_grad_norm,
                       variance_floor=variance_floor)
         sigma, floor = _prepare_noise(sampling, target_epsilon=target_epsilon,

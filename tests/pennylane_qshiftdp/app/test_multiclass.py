@@ -8,6 +8,7 @@ import pennylane as qml
 import pytest
 import torch
 
+import pennylane_qshiftdp as qs
 from pennylane_qshiftdp import sampling
 from pennylane_qshiftdp.app.models import (
     HybridClassifier,
@@ -260,3 +261,26 @@ def test_public_clip_with_the_cross_entropy_loss_is_the_largest_actual_gradient(
                                                loss).max()) for c in range(5))
     assert tight == pytest.approx(actual, rel=1e-9)
     assert tight < loose
+
+
+def test_make_private_public_clip_uses_the_cross_entropy_bound():
+    """max_grad_norm='public' with a softmax cross-entropy: the clip norm is the largest actual
+    per-example gradient over the labels (domain_gradient_bound's `loss`), not the norm bound."""
+    import warnings
+
+    loss = SoftmaxCrossEntropyLoss(logit_scale=5.0)
+    m = _model(3, 2, 5, scale=0.8, seed=4)
+    data = torch.utils.data.TensorDataset(torch.rand(20, 3, dtype=torch.float64) * math.pi,
+                                          torch.zeros(20, dtype=torch.float64))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, opt, _ = qs.make_private(m.qlayer, torch.optim.SGD(m.parameters(), lr=0.1),
+                                    torch.utils.data.DataLoader(data, batch_size=5),
+                                    target_epsilon=1.0, target_delta=1e-5, epochs=1,
+                                    max_grad_norm="public", input_range=(0.0, math.pi),
+                                    loss=loss, seed=0)
+    kw = dict(input_range=(0.0, math.pi), n_inputs=3, seed=(0, 0),
+              loss_grad_bounds=opt.sensitivity.loss_grad_bounds)
+    tight = domain_gradient_bound(m.qlayer, loss=loss, **kw)
+    assert tight < domain_gradient_bound(m.qlayer, **kw)
+    assert opt.max_grad_norm == pytest.approx(min(opt.sensitivity.delta, tight), rel=1e-12)
