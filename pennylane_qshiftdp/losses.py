@@ -27,6 +27,7 @@ from .exceptions import PrivacyWarning, SensitivityError
 __all__ = [
     "BoundedLoss",
     "LinearLoss",
+    "LogisticLoss",
     "MarginLoss",
     "MSELoss",
     "SoftmaxCrossEntropyLoss",
@@ -148,6 +149,53 @@ class LinearLoss(BoundedLoss):
         _check_range(output_range)
         m = _check_num_outputs(num_outputs)
         return 1.0, 1.0 / math.sqrt(m)
+
+
+class LogisticLoss(BoundedLoss):
+    r"""Logistic loss :math:`\ell = \log(1 + e^{-y s f})` of one output, labels :math:`y = \pm 1`.
+
+    The binary cross-entropy of :math:`\sigma(s f)`: :math:`s f` is the logit (an expectation
+    value :math:`f \in [-1, 1]` scaled by :math:`s > 0`). :math:`\partial\ell/\partial f =
+    -y s\,\sigma(-y s f)`, so :math:`|\partial\ell/\partial f| < s` and both norms are at most
+    :math:`s` (derived here). Unlike :class:`LinearLoss` its gradient vanishes on examples
+    classified with a margin, so training concentrates on the others.
+
+    Args:
+        logit_scale: :math:`s > 0`.
+
+    Raises:
+        ValueError: for a non-positive ``logit_scale``, targets other than :math:`\pm 1`, or
+            more than one output.
+
+    Example:
+        >>> loss = LogisticLoss(logit_scale=2.0)
+        >>> [round(v, 4) for v in loss(torch.tensor([0.0, 1.0]), torch.tensor([1.0, -1.0])).tolist()]
+        [0.6931, 2.1269]
+        >>> loss.grad_bounds(output_range=(-1, 1), num_outputs=1)
+        (2.0, 2.0)
+    """
+
+    name = "logistic loss"
+
+    def __init__(self, logit_scale: float = 1.0):
+        self.logit_scale = check_positive_float(logit_scale, "logit_scale")
+
+    def __call__(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        outputs, targets = _as_2d(outputs), _as_2d(targets).to(outputs.dtype)
+        if outputs.shape[1] != 1:
+            raise ValueError(f"LogisticLoss takes one output per example. Found "
+                             f"{outputs.shape[1]}.")
+        if targets.numel() and not bool((targets.abs() == 1).all()):
+            raise ValueError(f"`targets` of LogisticLoss must be -1 or +1. Found "
+                             f"{sorted(set(targets.reshape(-1).tolist()))}.")
+        return torch.nn.functional.softplus(-self.logit_scale * targets[:, 0] * outputs[:, 0])
+
+    def grad_bounds(self, *, output_range: tuple[float, float],
+                    num_outputs: int) -> tuple[float, float]:
+        _check_range(output_range)
+        if _check_num_outputs(num_outputs) != 1:
+            raise ValueError(f"LogisticLoss takes one output per example. Found {num_outputs}.")
+        return self.logit_scale, self.logit_scale
 
 
 class MarginLoss(BoundedLoss):

@@ -85,14 +85,17 @@ def _add_train_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "train",
         help="train a quantum classifier with (ε, δ)-differential privacy",
-        description="Train the angle-embedding + StronglyEntanglingLayers classifier "
-        "privately on Opacus (per-example parameter-shift gradients clipped by default at a "
-        "public clip norm, the largest analytic gradient norm found at sampled points of the "
-        "input domain at the current weights (an estimate: a clip may bind); "
-        "--max-grad-norm certified clips at the a-priori bound Δ, where no clip "
-        "binds: Q-ShiftDP) on a bundled data set; print the "
-        "privacy statement and test accuracy, and write the ledger, metrics and plots to "
-        "--output-dir.",
+        description="Train a quantum classifier privately on Opacus (per-example "
+        "parameter-shift gradients, clipped, Gaussian noise) on a bundled data set or a CSV "
+        "file; print the privacy statement and test accuracy, and write the ledger, metrics "
+        "and plots to --output-dir. Settings left at 'auto' are chosen per task family from "
+        "the data's public shape (examples, classes): digits with two classes trains the "
+        "angle-embedding + StronglyEntanglingLayers classifier (4 qubits) clipped at a public "
+        "clip norm (the largest analytic gradient norm found at sampled points of the input "
+        "domain: an estimate, a clip may bind; --max-grad-norm certified clips at the "
+        "a-priori bound Δ, where no clip binds: Q-ShiftDP); every other task trains the "
+        "neuron model (a linear layer on all features feeding one qubit per output) with a "
+        "fixed clip norm. The statement lists the settings used.",
     )
     p.add_argument("--dataset", default=d.dataset,
                    help="digits, breast_cancer, iris, wine or csv (default: %(default)s)")
@@ -116,11 +119,14 @@ def _add_train_parser(subparsers) -> None:
     p.add_argument("--epsilon", type=float, default=d.epsilon,
                    help="target ε in nats; 'inf' trains without noise (default: %(default)s)")
     p.add_argument("--delta", type=float, default=d.delta, help="target δ (default: %(default)s)")
-    p.add_argument("--epochs", type=int, default=d.epochs, help="default: %(default)s")
-    p.add_argument("--batch-size", dest="expected_batch_size", type=_positive_int,
+    p.add_argument("--epochs", type=_auto(int), default=d.epochs,
+                   help="'auto': 10 (quantum; neuron: 10 below 1000 training examples, 8 from "
+                   "1000 on; 40 or 20 without noise) (default: %(default)s)")
+    p.add_argument("--batch-size", dest="expected_batch_size", type=_auto(_positive_int),
                    default=d.expected_batch_size,
                    help="loader batch size B; as in Opacus, Poisson sampling uses q = "
-                   "1/ceil(N/B), so the expected batch qN can be below B (default: "
+                   "1/ceil(N/B), so the expected batch qN can be below B; 'auto': 64 (neuron: "
+                   "128 from 1000 training examples on, 32 without noise) (default: "
                    "%(default)s)")
     p.add_argument("--shots", type=_shots, default=d.shots,
                    help="shots per circuit Ns; 0 for analytic; 'auto' for the fewest shots "
@@ -139,15 +145,24 @@ def _add_train_parser(subparsers) -> None:
                    help="PennyLane device; 'auto' picks default.qubit below 11 qubits and "
                    "lightning.qubit from 11 on (default.mixed with --depolarizing) (default: "
                    "%(default)s)")
-    p.add_argument("--layers", type=int, default=d.layers, help="default: %(default)s")
-    p.add_argument("--qubits", type=int, default=d.qubits, help="default: %(default)s")
-    p.add_argument("--lr", type=float, default=d.lr, help="SGD step (default: %(default)s)")
-    p.add_argument("--loss", default=d.loss, choices=["auto", "linear", "mse", "cross_entropy"],
-                   help="auto: linear for two classes, cross_entropy (softmax of the logits "
-                   "s·f over the K readouts) for three or more (default: %(default)s)")
-    p.add_argument("--logit-scale", type=float, default=d.logit_scale,
-                   help="s of the cross-entropy logits s·f; the certified bound grows "
-                   "linearly in s (default: %(default)s)")
+    p.add_argument("--layers", type=_auto(int), default=d.layers,
+                   help="StronglyEntanglingLayers of the quantum and hybrid models; 'auto': 2 "
+                   "(default: %(default)s)")
+    p.add_argument("--qubits", type=_auto(int), default=d.qubits,
+                   help="'auto': 4 (quantum, hybrid); the neuron model has one qubit per output "
+                   "(default: %(default)s)")
+    p.add_argument("--lr", type=_auto(float), default=d.lr,
+                   help="SGD step; 'auto': 0.2 (quantum), neuron 1.0 (two classes) or 0.3 (more); "
+                   "without noise 0.01 or 0.1 (default: %(default)s)")
+    p.add_argument("--loss", default=d.loss,
+                   choices=["auto", "linear", "mse", "logistic", "cross_entropy"],
+                   help="auto: linear (quantum) or logistic (neuron) for two classes, "
+                   "cross_entropy (softmax of the logits s·f over the K readouts) for three or "
+                   "more (default: %(default)s)")
+    p.add_argument("--logit-scale", type=_auto(float), default=d.logit_scale,
+                   help="s of the logits s·f of cross_entropy and logistic; the certified bound "
+                   "grows linearly in s; 'auto': 5 (10 for the neuron's logistic loss) "
+                   "(default: %(default)s)")
     p.add_argument("--credit", default=d.credit,
                    choices=["none", "depolarizing", "adaptive", "isotropic"],
                    help="shot-noise credit mode (default: %(default)s)")
@@ -166,10 +181,14 @@ def _add_train_parser(subparsers) -> None:
                    "largest analytic gradient norm found at 256 sampled points of the input "
                    "domain [0, π], its centre and corners, at the current weights, recomputed "
                    "every epoch; no data used; an estimate, so a clip may bind), 'adaptive' "
-                   "(quantile clipping) or a positive number (DP-SGD) (default: %(default)s)")
-    p.add_argument("--model", default=d.model, choices=["quantum", "hybrid"],
-                   help="quantum: the TorchLayer alone; hybrid: Linear -> angles -> TorchLayer "
-                   "-> Linear (default: %(default)s)")
+                   "(quantile clipping) or a positive number (DP-SGD); with --model neuron "
+                   "'auto' is 0.3 (two classes) or 1.0 (default: %(default)s)")
+    p.add_argument("--model", default=d.model, choices=["auto", "quantum", "hybrid", "neuron"],
+                   help="quantum: angle embedding + StronglyEntanglingLayers, one TorchLayer; "
+                   "hybrid: Linear -> angles -> TorchLayer -> Linear; neuron: Linear on all "
+                   "features -> one qubit per output (RY, Rot, <Z>); auto: quantum for digits "
+                   "with two classes (and for --credit, --depolarizing, --shots auto, "
+                   "--layers), neuron otherwise (default: %(default)s)")
     p.add_argument("--classical-max-grad-norm", type=float, default=d.classical_max_grad_norm,
                    help="clip norm of the hybrid model's classical layers with "
                    "--max-grad-norm certified (default: %(default)s)")
@@ -280,6 +299,19 @@ def _flag_names(message: str) -> str:
 
     message = re.sub(r"`([a-z_]+)`", sub, message)
     return re.sub(r"\b(name|classes)='", lambda m: f"{_TRAIN_FLAGS[m.group(1)]}='", message)
+
+
+def _auto(kind):
+    """argparse type: 'auto' or a value of ``kind`` (``int``, ``float`` or a type function)."""
+    def parse(text: str):
+        if text == "auto":
+            return text
+        try:
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be 'auto' or a number, not {text!r}") from None
+    parse.__name__ = getattr(kind, "__name__", "value")
+    return parse
 
 
 def _shots(text: str):

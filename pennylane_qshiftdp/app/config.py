@@ -21,23 +21,25 @@ class TrainConfig:
     preprocessing: str = "fixed"
     epsilon: float = 1.0  # math.inf: non-private baseline (same loader, no noise)
     delta: float = 1e-5
-    epochs: int = 10
-    expected_batch_size: int = 64
+    # "auto" (here and below): chosen per task family by app.defaults.resolve_settings from the
+    # data's public shape (training examples, classes), never from feature values
+    epochs: int | str = "auto"
+    expected_batch_size: int | str = "auto"
     shots: int | str | None = 1000  # "auto": the fewest shots adding ≤ 1 % of the DP variance
     device: str = "auto"  # "auto": default.qubit below LIGHTNING_QUBITS qubits, lightning above
     eval_shots: int | None = None  # shots for test accuracy; None: analytic (simulators)
     shot_sampling: str = "auto"  # "exact_law" on simulators ("auto"), "device" otherwise
-    layers: int = 2
-    qubits: int = 4
-    lr: float = 0.2
-    # "auto": "linear" for two classes, "cross_entropy" (softmax of logit_scale × the K
-    # readouts) for K >= 3; or "linear", "mse" (binary only), "cross_entropy" (K >= 3 only)
+    layers: int | str = "auto"  # quantum/hybrid: 2 StronglyEntanglingLayers
+    qubits: int | str = "auto"  # quantum/hybrid: 4; neuron: its number of outputs
+    lr: float | str = "auto"
+    # "auto": "linear" (quantum) or "logistic" (neuron) for two classes, "cross_entropy"
+    # (softmax of logit_scale × the K readouts) for K >= 3; or "linear", "mse", "logistic"
+    # (two classes), "cross_entropy" (K >= 3)
     loss: str = "auto"
-    # s of the cross-entropy logits s·f (Δ and the public clip grow linearly in s). 5: in a
-    # sweep s ∈ {1, 2, 3, 5} (iris and wine, 10 epochs, seed 0, ε = 1 and ∞) s = 5 gave the best
-    # test accuracy on both (iris 0.95 / 0.87, wine 0.67 / 0.76; s = 1: 0.50 / 0.55,
-    # 0.60 / 0.36): with outputs in [-1, 1] a small s keeps the softmax near uniform.
-    logit_scale: float = 5.0
+    # s of the logits s·f (cross-entropy, logistic; Δ and the clip bounds grow linearly in s).
+    # "auto": 5 (cross-entropy: with outputs in [-1, 1] a small s keeps the softmax near
+    # uniform), 10 for the neuron's logistic loss
+    logit_scale: float | str = "auto"
     credit: str = "none"
     beta: float = 0.0
     depolarizing: float = 0.0  # device noise: PennyLane DepolarizingChannel q (default.mixed)
@@ -53,8 +55,12 @@ class TrainConfig:
     # "auto": "public" (the largest gradient norm over the input domain at the current weights,
     # no data used), or "certified" (the a-priori Δ) with a shot-noise credit or a hybrid model;
     # or "public", "certified", "adaptive", a float (DP-SGD).
+    # model="neuron": "auto" is a fixed clip norm (0.3 for two classes, 1.0 for more).
     max_grad_norm: str | float = "auto"
-    model: str = "quantum"  # "quantum" or "hybrid" (Linear -> angles -> TorchLayer -> Linear)
+    # "auto": "quantum" for digits with two classes, "neuron" otherwise (app.defaults); or
+    # "quantum", "hybrid" (Linear -> angles -> TorchLayer -> Linear), "neuron" (Linear on all
+    # features -> one qubit per output: QuantumNeuronClassifier)
+    model: str = "auto"
     classical_max_grad_norm: float = 1.0  # clip norm of a hybrid model's classical layers
     proven_epsilon_factor: float = 1.5  # credit modes: proven ε <= factor × target ε
     # a (negative, positive) pair (binary), a list of >= 3 classes or "all" (labels 0..K-1);

@@ -235,7 +235,7 @@ class Dataset:
 def load_dataset(
     name: str = "digits",
     *,
-    n_features: int = 4,
+    n_features: int | None = 4,
     seed: int = 0,
     test_size: float = 0.25,
     preprocessing: str = "fixed",
@@ -273,7 +273,8 @@ def load_dataset(
         n_features: number of output features (= qubits), ≥ 1. For ``"fixed"`` on digits one
             of 1, 2, 4, 8, 16, 32, 64 (average pooling over a grid of
             :data:`DIGITS_POOLING_GRIDS`; 4 uses :data:`DIGITS_STROKE_REGIONS`); otherwise at
-            most the number of raw features.
+            most the number of raw features. ``None``: every raw feature (64 pixels for
+            digits), one column per feature.
         seed: seed of the stratified train/test split (an integer ≥ 0).
         test_size: fraction of examples in the test split, in (0, 1).
         preprocessing: ``"fixed"`` (data-independent, needs feature ranges: shipped for the
@@ -319,7 +320,8 @@ def load_dataset(
     """
     name = check_choice(name, "name", DATASETS)
     preprocessing = check_choice(preprocessing, "preprocessing", PREPROCESSINGS)
-    n_features = check_positive_int(n_features, "n_features")
+    if n_features is not None:
+        n_features = check_positive_int(n_features, "n_features")
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise (ValueError if isinstance(seed, numbers.Integral) else TypeError)(
             f"`seed` must be a non-negative integer. Found {seed!r}."
@@ -338,6 +340,8 @@ def load_dataset(
         X, labels, feature_names, label_names = _load_sklearn(name)
         source = f"scikit-learn's bundled {name!r} data set"
 
+    if n_features is None:
+        n_features = X.shape[1]
     chosen = _resolve_classes(name, classes, labels, label_names)
     mask = np.isin(labels, np.asarray(chosen, dtype=labels.dtype))
     X = X[mask]

@@ -28,7 +28,7 @@ from opacus.data_loader import DPDataLoader
 from .. import _compat
 from ..exceptions import PrivacyBudgetExceededError, PrivacyWarning
 from ..gradients.shot_statistics import ShotRecorder
-from ..losses import LinearLoss, MSELoss, SoftmaxCrossEntropyLoss
+from ..losses import LinearLoss, LogisticLoss, MSELoss, SoftmaxCrossEntropyLoss
 from ..privacy_engine import make_private
 from .config import TrainConfig
 from .metrics import evaluate, majority_class_warning, majority_rate
@@ -55,6 +55,8 @@ class TrainResult:
     statement: str
     metrics: list
     step_records: list
+    # the trained quantum weights: (layers, qubits, 3) for the quantum and hybrid models; for
+    # model="neuron" every parameter flattened (linear weight, linear bias, rotations)
     weights: np.ndarray
     output_dir: str | None
     stopped_early: str | None = None
@@ -74,6 +76,8 @@ class TrainResult:
     # set when the final test accuracy is within MAJORITY_TOLERANCE of test_majority_rate, or
     # the balanced accuracy within CHANCE_TOLERANCE of 1/K (majority_class_warning)
     majority_warning: str | None = None
+    # the settings the run used, its "auto" ones resolved (app.defaults.resolve_settings)
+    settings: dict = dataclasses.field(default_factory=dict)
 
 
 #: From this many qubits on, ``device="auto"`` picks lightning.qubit: the measured crossover of
@@ -148,11 +152,20 @@ def _auto_shots(config, model_cls, data, loss_fn) -> int:
                       expected_batch_size=q * n, fraction=AUTO_SHOTS_FRACTION)
 
 
-def _provenance(data) -> dict:
+#: The settings a run resolves from "auto" (recorded in its outputs).
+RESOLVED_SETTINGS = ("model", "qubits", "layers", "lr", "epochs", "expected_batch_size", "loss",
+                     "logit_scale", "max_grad_norm")
+
+
+def _settings(config) -> dict:
+    return {k: getattr(config, k) for k in RESOLVED_SETTINGS}
+
+
+def _provenance(data, config) -> dict:
     """Command line, data set name, size and label mapping (ledger provenance; no data hash)."""
     import sys
 
-    return {"command_line": list(sys.argv), "dataset": data.name,
+    return {"command_line": list(sys.argv), "dataset": data.name, "settings": _settings(config),
             "training_examples": int(len(data.y_train)),
             "n_classes": data.n_classes, "label_mapping": data.label_mapping_text(),
             "feature_ranges": [list(r) for r in data.feature_ranges] or None}
@@ -168,9 +181,11 @@ def make_loss(name: str, n_classes: int, logit_scale: float = 5.0):
 
     Args:
         name: ``"auto"`` (``"linear"`` for two classes, ``"cross_entropy"`` for more),
-            ``"linear"``, ``"mse"`` (two classes), or ``"cross_entropy"`` (three or more).
+            ``"linear"``, ``"mse"``, ``"logistic"`` (two classes), or ``"cross_entropy"``
+            (three or more).
         n_classes: number of classes :math:`K \ge 2`.
-        logit_scale: :math:`s > 0` of :class:`~.SoftmaxCrossEntropyLoss` (logits :math:`s f`).
+        logit_scale: :math:`s > 0` of :class:`~.SoftmaxCrossEntropyLoss` and
+            :class:`~.LogisticLoss` (logits :math:`s f`).
 
     Returns:
         BoundedLoss: the loss.
@@ -182,19 +197,21 @@ def make_loss(name: str, n_classes: int, logit_scale: float = 5.0):
         >>> make_loss("auto", 3).name, make_loss("auto", 2).name
         ('softmax cross-entropy', 'linear loss')
     """
-    if name not in ("auto", "linear", "mse", "cross_entropy"):
-        raise ValueError(f"`loss` must be 'auto', 'linear', 'mse' or 'cross_entropy'. Found "
-                         f"{name!r}.")
+    if name not in ("auto", "linear", "mse", "logistic", "cross_entropy"):
+        raise ValueError(f"`loss` must be 'auto', 'linear', 'mse', 'logistic' or "
+                         f"'cross_entropy'. Found {name!r}.")
     if name == "auto":
         name = "linear" if n_classes == 2 else "cross_entropy"
     if n_classes == 2 and name == "cross_entropy":
         raise ValueError("`loss`='cross_entropy' needs at least 3 classes (the binary model has "
-                         "one output ⟨Z0⟩); use 'linear' or 'mse' for two classes.")
+                         "one output ⟨Z0⟩); use 'linear', 'logistic' or 'mse' for two classes.")
     if n_classes > 2 and name != "cross_entropy":
         raise ValueError(f"`loss`={name!r} is for two classes (labels ±1); a {n_classes}-class "
                          f"task needs 'cross_entropy' (or 'auto').")
     if name == "cross_entropy":
         return SoftmaxCrossEntropyLoss(logit_scale=logit_scale)
+    if name == "logistic":
+        return LogisticLoss(logit_scale=logit_scale)
     return LinearLoss() if name == "linear" else MSELoss(target_bound=1.0)
 
 
@@ -245,24 +262,48 @@ def _check_config(config: TrainConfig) -> None:
             f"(make_private) on a device that can hold them.")
 
 
+def _model_factory(config: TrainConfig, data):
+    """``make(shots, seed, recorder=None)``: a fresh model of ``config.model`` for ``data``."""
+    from .models import HybridClassifier, QuantumClassifier, QuantumNeuronClassifier
+
+    device = resolve_device(config)
+    if config.model == "neuron":
+        def make(shots, seed, recorder=None):
+            return QuantumNeuronClassifier(data.n_features, data.n_classes, device=device,
+                                           shots=shots, seed=seed, recorder=recorder,
+                                           init_scale=config.init_scale, init_seed=config.seed)
+        return make
+    model_cls = QuantumClassifier if config.model == "quantum" else HybridClassifier
+
+    def make(shots, seed, recorder=None):
+        return model_cls(config.qubits, config.layers, device=device, shots=shots, seed=seed,
+                         recorder=recorder, init_scale=config.init_scale, init_seed=config.seed,
+                         depolarizing=config.depolarizing, n_classes=data.n_classes)
+    return make
+
+
 def _build(config: TrainConfig) -> _Job:
-    """Data set, loss, models (trained and evaluated), shots, device, SGD."""
+    """Data set, settings ("auto" resolved), loss, models (trained, evaluated), shots, SGD."""
     from .data import DIGITS_POOLING_GRIDS, load_dataset
+    from .defaults import resolve_model, resolve_settings
     from .models import HybridClassifier, QuantumClassifier, max_classes
 
     _check_config(config)
-    data = load_dataset(config.dataset, n_features=config.qubits, seed=config.seed,
-                        test_size=config.test_size, preprocessing=config.preprocessing,
-                        csv_path=config.csv_path, label_column=config.label_column,
-                        classes=config.classes, feature_range=config.feature_range)
+    model_name = resolve_model(config)
+    qubits = 4 if config.qubits == "auto" else config.qubits
+    data = load_dataset(config.dataset, n_features=None if model_name == "neuron" else qubits,
+                        seed=config.seed, test_size=config.test_size,
+                        preprocessing=config.preprocessing, csv_path=config.csv_path,
+                        label_column=config.label_column, classes=config.classes,
+                        feature_range=config.feature_range)
+    config = resolve_settings(config, model_name, n_train=len(data.y_train),
+                              n_classes=data.n_classes)
     if math.isnan(config.epsilon):
         raise ValueError("`epsilon` must be a positive number or inf (no noise). Found nan.")
-    if not (math.isfinite(config.lr) and config.lr > 0):
-        raise ValueError(f"`lr` must be positive and finite. Found {config.lr}.")
-    if config.model not in ("quantum", "hybrid"):
-        raise ValueError(f"`model` must be 'quantum' or 'hybrid'. Found {config.model!r}.")
-    model_cls = QuantumClassifier if config.model == "quantum" else HybridClassifier
-    if data.n_classes > max_classes(config.qubits):
+    if isinstance(config.lr, str) or not (math.isfinite(config.lr) and config.lr > 0):
+        raise ValueError(f"`lr` must be positive and finite (or 'auto'). Found {config.lr!r}.")
+    model_cls = QuantumClassifier if config.model != "hybrid" else HybridClassifier
+    if config.model != "neuron" and data.n_classes > max_classes(config.qubits):
         need = (data.n_classes + 2) // 2  # K <= 2n - 1
         if config.dataset == "digits" and config.preprocessing == "fixed":
             need = min(k for k in DIGITS_POOLING_GRIDS if k >= need)
@@ -280,6 +321,7 @@ def _build(config: TrainConfig) -> _Job:
     elif isinstance(shots, str):
         raise ValueError(f"`shots` must be a positive integer, None or 'auto'. Found {shots!r}.")
     device = resolve_device(config)
+    make = _model_factory(config, data)
     if config.credit != "none" and shots is not None and shots < 30:
         warnings.warn(f"credit={config.credit!r} with shots={shots}: crediting treats "
                       f"each sample mean as Gaussian (central limit theorem), which is a poor "
@@ -291,20 +333,13 @@ def _build(config: TrainConfig) -> _Job:
                       "signal-to-noise ratio, credited ε) to diagnostics.json and "
                       "diagnostics.png; they are NOT covered by the differential-privacy "
                       "guarantee. Do not publish them.", PrivacyWarning, stacklevel=3)
-    model = model_cls(config.qubits, config.layers, device=device,
-                      shots=shots, seed=_seed_for(config.seed, 0, 0),
-                      recorder=recorder, init_scale=config.init_scale,
-                      init_seed=config.seed, depolarizing=config.depolarizing,
-                      n_classes=data.n_classes)
+    model = make(shots, _seed_for(config.seed, 0, 0), recorder)
     sampling = _shot_sampling(config, device, shots)
     if sampling != "device":
         from ..sampling import set_shot_sampling
 
         set_shot_sampling(model, sampling)
-    eval_model = model_cls(config.qubits, config.layers, device=device,
-                           shots=config.eval_shots, seed=_seed_for(config.seed, 0, 4),
-                           init_seed=config.seed, depolarizing=config.depolarizing,
-                           n_classes=data.n_classes)
+    eval_model = make(config.eval_shots, _seed_for(config.seed, 0, 4))
     sgd = torch.optim.SGD(model.parameters(), lr=config.lr)
     return _Job(config, data, loss_fn, model_cls, model, eval_model, sgd, shots, device,
                 sampling, recorder, private=math.isfinite(config.epsilon))
@@ -372,7 +407,7 @@ def _make_private(job: _Job, loader, private_hook) -> None:
         preprocessing_note=data.preprocessing_note,
     )
     ledger = job.opt.ledger
-    ledger.extra_update({"provenance": _provenance(data)})
+    ledger.extra_update({"provenance": _provenance(data, config)})
     if job.shots is not None:
         randomness = ledger.extra.get("randomness", "").rstrip(".")
         ledger.extra_update({"randomness": randomness + (
@@ -475,7 +510,8 @@ def _run_epochs(job: _Job, last: int, progress: bool, x_test, y_test) -> None:
     from tqdm.auto import tqdm
 
     config = job.config
-    dev = job.model.qlayer.qnode.device
+    dev = (job.model.device if config.model == "neuron"  # one device for every output
+           else job.model.qlayer.qnode.device)
     bar = tqdm(total=len(job.train_loader) * (last - job.start_epoch), disable=not progress,
                desc="qshiftdp train")
     t0 = time.perf_counter()
@@ -552,12 +588,19 @@ def _result(job: _Job, last: int, x_test, y_test) -> TrainResult:
         statement=(ledger.statement(diagnostics=summary) if ledger else
                    "Non-private baseline: no differential privacy guarantee."),
         metrics=metrics, step_records=job.records,
-        weights=job.model.qlayer.weights.detach().numpy().copy(),
+        weights=_trained_weights(job),
         output_dir=str(job.out_dir) if job.out_dir else None, stopped_early=job.stopped,
         shots=job.shots, training_shots=job.training_shots, device=job.device,
         n_classes=data.n_classes, label_mapping=data.label_mapping_text(),
-        diagnostics=summary,
+        diagnostics=summary, settings=_settings(job.config),
     )
+
+
+def _trained_weights(job: _Job) -> np.ndarray:
+    if job.config.model == "neuron":
+        return torch.cat([p.detach().reshape(-1).double()
+                          for p in job.model.parameters()]).numpy().copy()
+    return job.model.qlayer.weights.detach().numpy().copy()
 
 
 def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
@@ -579,7 +622,7 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
         TrainResult: test accuracy, spent ε, the privacy statement, per-epoch metrics.
     """
     job = _build(config)
-    data = job.data
+    config, data = job.config, job.data
     x_train = torch.as_tensor(data.X_train, dtype=torch.float64)
     y_train = torch.as_tensor(data.y_train, dtype=torch.float64)
     x_test = torch.as_tensor(data.X_test, dtype=torch.float64)

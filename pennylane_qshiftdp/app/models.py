@@ -26,8 +26,8 @@ from ..gradients.parameter_shift import param_shift, validate_shots
 from ..gradients.shot_statistics import ShotRecorder
 from ..qnn import TorchLayer
 
-__all__ = ["HybridClassifier", "QuantumClassifier", "make_qnode", "max_classes",
-           "neutral_readout_wire", "readout_observables"]
+__all__ = ["HybridClassifier", "QuantumClassifier", "QuantumNeuronClassifier", "make_qnode",
+           "make_neuron_qnode", "max_classes", "neutral_readout_wire", "readout_observables"]
 
 
 def max_classes(n_qubits: int) -> int:
@@ -331,3 +331,147 @@ class HybridClassifier(QuantumClassifier):
         f = self._readouts(angles)
         out = self.post(f)
         return out.reshape(-1) if self.n_outputs == 1 else out
+
+
+def make_neuron_qnode(*, device: str | qml.devices.Device = "default.qubit",
+                      shots: int | None = 1000, seed: int | None = None,
+                      recorder: ShotRecorder | None = None) -> qml.QNode:
+    r"""One output of :class:`QuantumNeuronClassifier`: ``circuit(inputs, weights) -> ⟨Z⟩``.
+
+    On one qubit: :math:`R_Y(a)` with the input angle :math:`a`, then
+    :math:`\mathrm{Rot}(\phi, \theta, \omega)`; the output is :math:`\langle Z\rangle =
+    \cos\theta\cos a - \sin\theta\cos\phi\sin a` (derived here: :math:`R_Z(\phi)` turns
+    the Bloch vector :math:`(\sin a, 0, \cos a)` about :math:`z`, :math:`R_Y(\theta)` tilts it,
+    :math:`R_Z(\omega)` leaves :math:`\langle Z\rangle` unchanged).
+
+    Args:
+        device: a PennyLane device name, or a one-wire device to share between outputs (then
+            ``seed`` must be ``None``: the device has its own).
+        shots, seed, recorder: as in :func:`make_qnode`.
+
+    Returns:
+        pennylane.QNode: ``inputs`` of shape ``(1,)`` or ``(B, 1)``, ``weights`` of shape
+        ``(3,)``; with ``diff_method=pennylane_qshiftdp.param_shift``.
+
+    Raises:
+        ValueError: for invalid ``shots``, or a ``seed`` given with a device object.
+
+    Example:
+        >>> qn = make_neuron_qnode(shots=None)
+        >>> w = torch.tensor([0.2, 0.7, 0.0])
+        >>> expected = math.cos(0.7) * math.cos(0.3) - math.sin(0.7) * math.cos(0.2) * math.sin(0.3)
+        >>> abs(float(qn(torch.tensor([0.3]), w)) - expected) < 1e-6
+        True
+    """
+    validate_shots(shots)
+    if isinstance(device, str):
+        dev = qml.device(device, wires=1, seed=seed)
+    elif seed is not None:
+        raise ValueError(f"`seed` is for a device made here; a device object has its own. "
+                         f"Found seed={seed!r} with device={device!r}.")
+    else:
+        dev = device
+    gradient_kwargs = {"recorder": recorder} if recorder is not None else {}
+
+    def circuit(inputs, weights):
+        qml.AngleEmbedding(inputs, wires=[0], rotation="Y")
+        qml.Rot(weights[0], weights[1], weights[2], wires=0)
+        return qml.expval(qml.Z(0))
+
+    qnode = qml.QNode(circuit, dev, interface="torch", diff_method=param_shift,
+                      gradient_kwargs=gradient_kwargs)
+    return qml.set_shots(qnode, shots=shots)
+
+
+class QuantumNeuronClassifier(torch.nn.Module):
+    r"""A linear layer on all features feeding one qubit per output: ``Linear → RY → Rot → ⟨Z⟩``.
+
+    The input angles :math:`x \in [0, \pi]^d` are centred, :math:`a = W(x - \pi/2) + b` with
+    :math:`W \in \mathbb{R}^{M \times d}`, and output :math:`q` is
+    :math:`f_q = \langle Z\rangle` of :math:`\mathrm{Rot}(\phi_q, \theta_q, \omega_q)
+    R_Y(a_q)|0\rangle` (:func:`make_neuron_qnode`), in :math:`[-1, 1]`. :math:`M = 1` for two
+    classes (prediction :math:`\mathrm{sign}\,f`, labels :math:`\pm 1`), :math:`M = K`
+    otherwise (prediction :math:`\arg\max_q f_q`). The start is neutral: :math:`W = 0`,
+    :math:`b = 0` and :math:`\theta_q = \pi/2` (plus ``init_scale`` noise), so
+    :math:`f_q \approx -\sin a_q = 0` for every input.
+
+    As a function of the input this is a generalised linear model with a bounded periodic
+    link, :math:`f = \cos\theta\cos a - \sin\theta\cos\phi\sin a`: the quantum part is one
+    rotation per output. No gate couples the outputs' qubits, so each output is its own
+    one-qubit TorchLayer (``qlayers``), all on one shared one-wire device (one shot generator,
+    reseeded as one); the law of every shot estimate is that of the :math:`M`-qubit product
+    circuit. It is what trains well under DP-SGD on small tabular data
+    (``benchmarks/RESULTS.md``, "Utility against linear DP-SGD"); deeper circuits did not.
+
+    Args:
+        n_features: number of input features :math:`d \ge 1`.
+        n_classes: number of classes :math:`K \ge 2`.
+        device: a PennyLane device name. shots, seed, recorder: as in :func:`make_qnode`.
+        init_scale: standard deviation of the noise on the rotation angles (≥ 0).
+        init_seed: seed of that noise.
+
+    Raises:
+        ValueError: for ``n_classes`` below 2, a non-positive ``n_features`` or a negative
+            ``init_scale``.
+
+    Example:
+        >>> model = QuantumNeuronClassifier(5, 2, shots=None, init_scale=0.0)
+        >>> model(torch.rand(3, 5, dtype=torch.float64)).abs().max().item() < 1e-6
+        True
+        >>> QuantumNeuronClassifier(5, 3, shots=None)(torch.zeros(4, 5)).shape
+        torch.Size([4, 3])
+    """
+
+    def __init__(self, n_features: int, n_classes: int = 2, *, device: str = "default.qubit",
+                 shots: int | None = 1000, seed: int | None = None,
+                 recorder: ShotRecorder | None = None, init_scale: float = 0.01,
+                 init_seed: int = 0):
+        super().__init__()
+        d = check_positive_int(n_features, "n_features")
+        k = check_positive_int(n_classes, "n_classes")
+        if k < 2:
+            raise ValueError(f"`n_classes` must be at least 2. Found {n_classes!r}.")
+        check_nonnegative_float(init_scale, "init_scale")
+        self.n_features, self.n_classes, self.shots = d, k, shots
+        self.n_outputs = 1 if k == 2 else k
+        self.n_qubits, self.depolarizing = self.n_outputs, 0.0
+        self.pre = torch.nn.Linear(d, self.n_outputs).double()
+        with torch.no_grad():
+            self.pre.weight.zero_()
+            self.pre.bias.zero_()
+        #: the one-wire device every output runs on (its shot generator is the model's)
+        self.device = qml.device(device, wires=1, seed=seed)
+        gen = torch.Generator().manual_seed(init_seed)
+
+        def init(tensor):
+            with torch.no_grad():
+                tensor.copy_(torch.randn(tensor.shape, generator=gen) * init_scale)
+                tensor[1] += math.pi / 2
+            return tensor
+
+        self.qnodes = [make_neuron_qnode(device=self.device, shots=shots, recorder=recorder)
+                       for _ in range(self.n_outputs)]
+        self.qlayers = torch.nn.ModuleList(
+            TorchLayer(qnode, {"weights": (3,)}, init_method=init) for qnode in self.qnodes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        angles = self.pre(x.double() - math.pi / 2)
+        if x.ndim == 1:
+            out = torch.stack([layer(angles[q:q + 1]).reshape(())
+                               for q, layer in enumerate(self.qlayers)])
+            return out.reshape(()) if self.n_outputs == 1 else out
+        out = torch.stack([layer(angles[:, q:q + 1]).reshape(-1)
+                           for q, layer in enumerate(self.qlayers)], dim=1)
+        return out.reshape(-1) if self.n_outputs == 1 else out
+
+    def variance_floor(self) -> float:
+        """0: the model has no device noise, so no single-shot variance floor is proven."""
+        return 0.0
+
+    def predict(self, x: torch.Tensor) -> torch.Tensor:
+        """Labels in {−1, +1} (two classes) or class indices 0..K−1 as float64 (argmax)."""
+        with torch.no_grad():
+            out = self.forward(x)
+            if self.n_outputs == 1:
+                return torch.where(out >= 0, 1.0, -1.0)
+            return out.argmax(dim=-1).to(torch.float64)

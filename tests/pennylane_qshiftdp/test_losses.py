@@ -27,6 +27,8 @@ def test_certified_bounds_hold(f, label, scale, ys):
         (losses.MSELoss(target_bound=1.0), [f], torch.tensor([ys], dtype=torch.float64)),
         (losses.LinearLoss(), [f], torch.tensor([ys], dtype=torch.float64)),
         (losses.MarginLoss(margin=0.5), [[f[0]]], torch.tensor([[ys[0]]], dtype=torch.float64)),
+        (losses.LogisticLoss(logit_scale=scale), [[f[0]]],
+         torch.tensor([[ys[0]]], dtype=torch.float64)),
     ]
     for loss, out, y in cases:
         g = _grads(loss, out, y)
@@ -43,6 +45,23 @@ def test_closed_form_bounds():
     l1, l2 = losses.SoftmaxCrossEntropyLoss(logit_scale=3.0).grad_bounds(
         output_range=(-1, 1), num_outputs=5)
     assert (l1, l2) == (6.0, pytest.approx(3 * math.sqrt(2)))
+
+
+def test_logistic_loss_closed_form():
+    """ℓ = log(1 + exp(-y s f)) and ∂ℓ/∂f = -y s σ(-y s f), against math."""
+    loss = losses.LogisticLoss(logit_scale=10.0)
+    f = torch.tensor([0.3, -0.2, 0.9], dtype=torch.float64)
+    y = torch.tensor([1.0, 1.0, -1.0], dtype=torch.float64)
+    expected = [math.log1p(math.exp(-10.0 * yi * fi)) for fi, yi in zip(f.tolist(), y.tolist())]
+    assert loss(f, y).tolist() == pytest.approx(expected, rel=1e-12)
+    grads = loss.output_gradients(f, y).reshape(-1).tolist()
+    sig = [1.0 / (1.0 + math.exp(10.0 * yi * fi)) for fi, yi in zip(f.tolist(), y.tolist())]
+    assert grads == pytest.approx([-10.0 * yi * si for yi, si in zip(y.tolist(), sig)],
+                                  rel=1e-12)
+    with pytest.raises(ValueError, match=re.escape("must be -1 or +1. Found [0.0, 1.0]")):
+        loss(f[:2], torch.tensor([0.0, 1.0]))
+    with pytest.raises(ValueError, match="one output per example. Found 2"):
+        loss(torch.zeros(3, 2), torch.ones(3))
 
 
 def test_declared_loss_violation_raises():

@@ -103,7 +103,7 @@ def test_default_job_no_noise_refuted_correct_not(tmp_path):
 
 def _fake_run(d, *, epoch=1, config=None, ledger=True):
     d.mkdir(parents=True, exist_ok=True)
-    cfg = dataclasses.asdict(config or TrainConfig())
+    cfg = dataclasses.asdict(config or TrainConfig(epochs=10))  # a real run stores its resolved settings
     torch.save({"format": CHECKPOINT_FORMAT, "config": cfg, "epoch": epoch}, d / "checkpoint.pt")
     (d / "metrics.json").write_text(json.dumps({"stopped_early": None}))
     if ledger:
@@ -155,7 +155,7 @@ def test_incompatible_flags_are_refused(tmp_path, capsys):
 
 
 def test_a_crashing_rerun_is_a_finding(tmp_path):
-    run = _fake_run(tmp_path / "r", epoch=10, config=TrainConfig(dataset="nope"))
+    run = _fake_run(tmp_path / "r", epoch=10, config=TrainConfig(dataset="nope", epochs=10))
     before = _hashes(run)
     r = audit_run(run, canaries=10)
     assert r.verdict.startswith("finding: the re-run crashed: ValueError") and not r.proven_refuted

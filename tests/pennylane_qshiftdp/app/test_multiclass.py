@@ -223,8 +223,8 @@ def test_train_multiclass_accuracy_is_argmax_and_non_private_learns():
     from pennylane_qshiftdp.app.job import TrainConfig, train
     from pennylane_qshiftdp.app.metrics import accuracy as _accuracy
 
-    r = train(TrainConfig(dataset="iris", epsilon=math.inf, epochs=15, lr=0.5, seed=0,
-                          secure_mode=False, device="default.qubit"), progress=False)
+    r = train(TrainConfig(dataset="iris", model="quantum", epsilon=math.inf, epochs=15, lr=0.5,
+                          seed=0, secure_mode=False, device="default.qubit"), progress=False)
     assert r.test_accuracy >= 0.7  # chance is 1/3
     m = QuantumClassifier(4, 2, device="default.qubit", shots=None, n_classes=3)
     m.qlayer.weights.data = torch.as_tensor(r.weights)

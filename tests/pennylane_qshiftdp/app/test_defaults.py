@@ -1,0 +1,149 @@
+"""The "auto" settings of qshiftdp train (app.defaults) and the neuron model they pick.
+
+Checked: the model chosen per task family and the refusals; the neuron's outputs against the
+closed form ⟨Z⟩ = cos θ cos a − sin θ cos φ sin a; its per-example gradients under Opacus
+against backprop of one example at a time; the job's outputs (settings in the ledger and the
+result); a private default run that learns breast cancer.
+"""
+
+import dataclasses
+import math
+import re
+
+import pytest
+import torch
+
+from pennylane_qshiftdp.app.config import TrainConfig
+from pennylane_qshiftdp.app.defaults import resolve_model, resolve_settings
+from pennylane_qshiftdp.app.models import QuantumNeuronClassifier
+
+
+@pytest.mark.parametrize(("kwargs", "model"), [
+    ({}, "quantum"),
+    ({"classes": (3, 8)}, "quantum"),
+    ({"classes": "all"}, "neuron"),
+    ({"dataset": "breast_cancer"}, "neuron"),
+    ({"dataset": "iris"}, "neuron"),
+    ({"dataset": "wine", "credit": "adaptive"}, "quantum"),
+    ({"dataset": "wine", "shots": "auto"}, "quantum"),
+    ({"dataset": "iris", "layers": 3}, "quantum"),
+    ({"dataset": "iris", "depolarizing": 0.1}, "quantum"),
+    ({"dataset": "iris", "model": "hybrid"}, "hybrid"),
+])
+def test_model_by_task_family(kwargs, model):
+    assert resolve_model(TrainConfig(**kwargs)) == model
+
+
+def test_neuron_refusals_name_the_flag():
+    with pytest.raises(ValueError, match=re.escape("does not support --credit 'adaptive'")):
+        resolve_model(TrainConfig(dataset="iris", model="neuron", credit="adaptive"))
+    with pytest.raises(ValueError, match=re.escape("does not support --layers 3")):
+        resolve_model(TrainConfig(dataset="iris", model="neuron", layers=3))
+    with pytest.raises(ValueError, match=re.escape("`model` must be 'auto', 'quantum'")):
+        resolve_model(TrainConfig(model="classical"))
+    neuron = TrainConfig(dataset="iris", model="neuron")
+    with pytest.raises(ValueError, match=re.escape("one qubit per output). Found qubits=4")):
+        resolve_settings(dataclasses.replace(neuron, qubits=4), "neuron", n_train=100,
+                         n_classes=3)
+    with pytest.raises(ValueError, match=re.escape("`max_grad_norm`='public' bounds")):
+        resolve_settings(dataclasses.replace(neuron, max_grad_norm="public"), "neuron",
+                         n_train=100, n_classes=3)
+
+
+def test_settings_per_family_and_user_values_kept():
+    flagship = resolve_settings(TrainConfig(), "quantum", n_train=270, n_classes=2)
+    assert (flagship.qubits, flagship.layers, flagship.lr, flagship.epochs,
+            flagship.expected_batch_size, flagship.loss, flagship.max_grad_norm) == (
+        4, 2, 0.2, 10, 64, "auto", "auto")  # loss and clip: the job's own "auto" (make_loss)
+    binary = resolve_settings(TrainConfig(dataset="breast_cancer"), "neuron", n_train=426,
+                              n_classes=2)
+    assert (binary.qubits, binary.loss, binary.logit_scale, binary.max_grad_norm, binary.lr,
+            binary.epochs, binary.expected_batch_size) == (1, "logistic", 10.0, 0.3, 1.0, 10, 64)
+    large = resolve_settings(TrainConfig(dataset="digits", classes="all"), "neuron",
+                             n_train=1347, n_classes=10)
+    assert (large.qubits, large.loss, large.max_grad_norm, large.epochs,
+            large.expected_batch_size) == (10, "cross_entropy", 1.0, 8, 128)
+    plain = resolve_settings(TrainConfig(dataset="breast_cancer", epsilon=math.inf), "neuron",
+                             n_train=426, n_classes=2)
+    assert (plain.lr, plain.epochs, plain.expected_batch_size) == (0.01, 40, 32)
+    mine = resolve_settings(TrainConfig(dataset="wine", lr=0.05, epochs=3, max_grad_norm=2.0),
+                            "neuron", n_train=133, n_classes=3)
+    assert (mine.lr, mine.epochs, mine.max_grad_norm, mine.expected_batch_size) == (
+        0.05, 3, 2.0, 64)
+
+
+def test_neuron_outputs_closed_form():
+    model = QuantumNeuronClassifier(3, 3, shots=None, init_scale=0.5, init_seed=4)
+    with torch.no_grad():
+        model.pre.weight.copy_(torch.randn(3, 3, generator=torch.Generator().manual_seed(0)))
+        model.pre.bias.copy_(torch.tensor([0.1, -0.2, 0.3]))
+    x = torch.rand(5, 3, dtype=torch.float64) * math.pi
+    with torch.no_grad():
+        a = model.pre(x - math.pi / 2)
+        got = model(x)
+    for q, layer in enumerate(model.qlayers):
+        phi, theta, _ = (float(v) for v in layer.weights)
+        want = math.cos(theta) * torch.cos(a[:, q]) - math.sin(theta) * math.cos(phi) * \
+            torch.sin(a[:, q])
+        torch.testing.assert_close(got[:, q], want, atol=1e-6, rtol=0)
+    single = QuantumNeuronClassifier(3, 2, shots=None)
+    assert single(x).shape == (5,) and single(x[0]).shape == ()
+    assert model(x[0]).shape == (3,) and model.predict(x).shape == (5,)
+
+
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_neuron_per_example_gradients_match_backprop_one_at_a_time(n_classes):
+    """Opacus + the product's grad sampler on the neuron model = autograd example by example."""
+    from pennylane_qshiftdp import make_private
+    from pennylane_qshiftdp.losses import LogisticLoss, SoftmaxCrossEntropyLoss
+
+    gen = torch.Generator().manual_seed(1)
+    x = torch.rand(6, 5, generator=gen, dtype=torch.float64) * math.pi
+    y = (torch.tensor([1.0, -1.0, 1.0, 1.0, -1.0, -1.0]) if n_classes == 2
+         else torch.tensor([0, 1, 2, 3, 1, 0], dtype=torch.float64))
+    loss = LogisticLoss(10.0) if n_classes == 2 else SoftmaxCrossEntropyLoss(5.0)
+
+    def fresh():
+        m = QuantumNeuronClassifier(5, n_classes, shots=None, init_scale=0.3, init_seed=2)
+        with torch.no_grad():
+            m.pre.weight.copy_(0.2 * torch.randn(m.pre.weight.shape, generator=gen,
+                                                 dtype=torch.float64))
+        return m
+
+    reference = fresh()
+    state = {k: v.clone() for k, v in reference.state_dict().items()}
+    expected = []
+    for i in range(len(x)):
+        reference.zero_grad()
+        loss(reference(x[i:i + 1]), y[i:i + 1]).sum().backward()
+        expected.append(torch.cat([p.grad.reshape(-1).double()
+                                   for p in reference.parameters()]))
+    model = fresh()
+    model.load_state_dict(state)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=6)
+    pmodel, opt, _ = make_private(model, torch.optim.SGD(model.parameters(), lr=0.1), loader,
+                                  target_epsilon=1.0, target_delta=1e-5, epochs=1,
+                                  max_grad_norm=100.0, seed=0)
+    loss(pmodel(x), y).mean().backward()  # loss_reduction="mean": Opacus rescales by B
+    got = torch.cat([p.grad_sample.reshape(len(x), -1).double()
+                     for p in model.parameters()], dim=1)
+    torch.testing.assert_close(got, torch.stack(expected), atol=1e-9, rtol=1e-9)
+
+
+def test_default_run_on_breast_cancer_learns_and_records_its_settings(tmp_path):
+    import json
+
+    from pennylane_qshiftdp.app.job import train
+
+    r = train(TrainConfig(dataset="breast_cancer", seed=0, secure_mode=False,
+                          output_dir=str(tmp_path)), progress=False)
+    assert r.settings == {"model": "neuron", "qubits": 1, "layers": 1, "lr": 1.0, "epochs": 10,
+                          "expected_batch_size": 64, "loss": "logistic", "logit_scale": 10.0,
+                          "max_grad_norm": 0.3}
+    assert r.epsilon <= 1.0 and r.majority_warning is None
+    # the majority class is 0.63 of the test split; a linear DP-SGD model scores about 0.94
+    assert r.test_accuracy >= 0.88 and r.test_balanced_accuracy >= 0.85
+    assert r.weights.shape == (30 + 1 + 3,)
+    ledger = json.loads((tmp_path / "ledger.json").read_text())
+    assert ledger["extra"]["provenance"]["settings"] == r.settings
+    assert "DP-SGD" in r.statement or "clip" in r.statement
