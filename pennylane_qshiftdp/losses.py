@@ -169,7 +169,8 @@ class LogisticLoss(BoundedLoss):
 
     Example:
         >>> loss = LogisticLoss(logit_scale=2.0)
-        >>> [round(v, 4) for v in loss(torch.tensor([0.0, 1.0]), torch.tensor([1.0, -1.0])).tolist()]
+        >>> values = loss(torch.tensor([0.0, 1.0]), torch.tensor([1.0, -1.0]))
+        >>> [round(v, 4) for v in values.tolist()]
         [0.6931, 2.1269]
         >>> loss.grad_bounds(output_range=(-1, 1), num_outputs=1)
         (2.0, 2.0)

@@ -52,12 +52,12 @@ def test_logistic_loss_closed_form():
     loss = losses.LogisticLoss(logit_scale=10.0)
     f = torch.tensor([0.3, -0.2, 0.9], dtype=torch.float64)
     y = torch.tensor([1.0, 1.0, -1.0], dtype=torch.float64)
-    expected = [math.log1p(math.exp(-10.0 * yi * fi)) for fi, yi in zip(f.tolist(), y.tolist())]
+    pairs = list(zip(f.tolist(), y.tolist(), strict=True))
+    expected = [math.log1p(math.exp(-10.0 * yi * fi)) for fi, yi in pairs]
     assert loss(f, y).tolist() == pytest.approx(expected, rel=1e-12)
     grads = loss.output_gradients(f, y).reshape(-1).tolist()
-    sig = [1.0 / (1.0 + math.exp(10.0 * yi * fi)) for fi, yi in zip(f.tolist(), y.tolist())]
-    assert grads == pytest.approx([-10.0 * yi * si for yi, si in zip(y.tolist(), sig)],
-                                  rel=1e-12)
+    want = [-10.0 * yi / (1.0 + math.exp(10.0 * yi * fi)) for fi, yi in pairs]
+    assert grads == pytest.approx(want, rel=1e-12)
     with pytest.raises(ValueError, match=re.escape("must be -1 or +1. Found [0.0, 1.0]")):
         loss(f[:2], torch.tensor([0.0, 1.0]))
     with pytest.raises(ValueError, match="one output per example. Found 2"):

@@ -103,7 +103,8 @@ def test_default_job_no_noise_refuted_correct_not(tmp_path):
 
 def _fake_run(d, *, epoch=1, config=None, ledger=True):
     d.mkdir(parents=True, exist_ok=True)
-    cfg = dataclasses.asdict(config or TrainConfig(epochs=10))  # a real run stores its resolved settings
+    # a real run stores its resolved settings (no "auto")
+    cfg = dataclasses.asdict(config or TrainConfig(epochs=10))
     torch.save({"format": CHECKPOINT_FORMAT, "config": cfg, "epoch": epoch}, d / "checkpoint.pt")
     (d / "metrics.json").write_text(json.dumps({"stopped_early": None}))
     if ledger:
