@@ -39,6 +39,16 @@ every method the same split and initialisation and the sweep repeats exactly.
     python benchmarks/bench_utility.py [--quick] [--datasets ...] [--epsilons ...] [--shots ...]
                                        [--seeds ...] [--epochs N] [--name STEM] [--out DIR]
     python benchmarks/bench_utility.py --merge SHARD.json ... [--name STEM] [--out DIR]
+
+``--defaults`` runs the other study (:mod:`_anchor`): the product's default configuration of
+``qshiftdp train`` against linear DP-SGD through Opacus on the same splits and features, on
+breast cancer, wine, iris, digits-10 and digits 0 vs 1, ε ∈ {0.5, 1, 2, 4, 8, ∞}, 10 seeds
+(result ``bench_utility_defaults``; ``--defaults-merge`` joins shards run with ``--datasets``
+and ``--name``)::
+
+    python benchmarks/bench_utility.py --defaults [--datasets TASK ...] [--epsilons ...]
+                                       [--seeds ...] [--name STEM] [--out DIR]
+    python benchmarks/bench_utility.py --defaults-merge SHARD.json ... [--out DIR]
 """
 
 from __future__ import annotations
@@ -296,11 +306,17 @@ def main(argv=None):
                    help="device depolarizing probabilities p (empty: skip default.mixed runs)")
     p.add_argument("--name", default=None, help="result file stem (to shard the full run)")
     p.add_argument("--out", type=Path, default=None, help="output directory")
+    p.add_argument("--defaults", action="store_true",
+                   help="the product's defaults against linear DP-SGD (see the module docstring)")
+    p.add_argument("--defaults-merge", nargs="+", type=Path, default=None, metavar="SHARD_JSON",
+                   help="merge --defaults shards into bench_utility_defaults; runs nothing")
     p.add_argument("--merge", nargs="+", type=Path, default=None, metavar="SHARD_JSON",
                    help="merge shard results (runs with --datasets/--shots/--epsilons subsets and "
                         "--name) "
                         "into one result named --name (default bench_utility); runs nothing")
     args = p.parse_args(argv)
+    if args.defaults or args.defaults_merge:
+        return _defaults(args)
     _import_heavy()
     args.quick = args.quick or args.tiny
     if args.tiny:
@@ -328,6 +344,43 @@ def main(argv=None):
     settings = run(**cfg)
     return _finish(cfg, settings, quick=args.quick, seconds=time.perf_counter() - t0,
                    name=args.name or result_name("bench_utility", args.quick), out=args.out)
+
+
+def _defaults(args) -> dict:
+    """``--defaults`` / ``--defaults-merge``: the product's defaults against the linear anchor."""
+    import _anchor
+
+    if args.defaults_merge:
+        rows, seconds = [], 0.0
+        for path in args.defaults_merge:
+            shard = json.loads(Path(path).read_text())
+            rows += shard["rows"]
+            seconds += shard["seconds"]
+        tasks, seeds = sorted({r["task"] for r in rows}), None
+    else:
+        tasks = args.datasets or list(_anchor.TASKS)
+        unknown = sorted(set(tasks) - set(_anchor.TASKS))
+        if unknown:
+            raise SystemExit(f"--datasets: unknown task(s) {unknown}; choose from "
+                             f"{list(_anchor.TASKS)}")
+        epsilons = args.epsilons or _anchor.EPSILONS
+        seeds = args.seeds or list(range(10))
+        if args.tiny:
+            epsilons, seeds = [1.0], [0]
+        elif args.quick:
+            epsilons, seeds = args.epsilons or [1.0, math.inf], args.seeds or [0, 1]
+        t0 = time.perf_counter()
+        rows = _anchor.run(tasks, epsilons, seeds)
+        seconds = time.perf_counter() - t0
+    print(table([{k: v for k, v in r.items() if k != "runs"} for r in rows],
+                ["task", "epsilon", "method", "median_accuracy", "q1", "q3", "min_accuracy",
+                 "median_balanced", "seeds"]))
+    result = {"tasks": tasks, "seeds": seeds, "rows": rows, "seconds": seconds,
+              "protocol": _anchor.__doc__, "anchor_settings": _anchor.ANCHOR}
+    name = args.name or result_name("bench_utility_defaults", args.quick or args.tiny)
+    path = write_result(name, result, args.out)
+    _anchor.plot(rows, path)
+    return result
 
 
 def _finish(cfg, settings, *, quick, seconds, name, out, extra=None):

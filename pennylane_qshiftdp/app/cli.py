@@ -120,8 +120,9 @@ def _add_train_parser(subparsers) -> None:
                    help="target ε in nats; 'inf' trains without noise (default: %(default)s)")
     p.add_argument("--delta", type=float, default=d.delta, help="target δ (default: %(default)s)")
     p.add_argument("--epochs", type=_auto(int), default=d.epochs,
-                   help="'auto': 10 (quantum; neuron: 10 below 1000 training examples, 8 from "
-                   "1000 on; 40 or 20 without noise) (default: %(default)s)")
+                   help="'auto': 10 (quantum; neuron: 20 for two classes, else 10 below 1000 "
+                   "training examples and 8 from 1000 on; 40 or 20 without noise) (default: "
+                   "%(default)s)")
     p.add_argument("--batch-size", dest="expected_batch_size", type=_auto(_positive_int),
                    default=d.expected_batch_size,
                    help="loader batch size B; as in Opacus, Poisson sampling uses q = "
@@ -152,7 +153,7 @@ def _add_train_parser(subparsers) -> None:
                    help="'auto': 4 (quantum, hybrid); the neuron model has one qubit per output "
                    "(default: %(default)s)")
     p.add_argument("--lr", type=_auto(float), default=d.lr,
-                   help="SGD step; 'auto': 0.2 (quantum), neuron 1.0 (two classes) or 0.3 (more); "
+                   help="SGD step; 'auto': 0.2 (quantum), neuron 0.5 (two classes) or 0.3 (more); "
                    "without noise 0.01 or 0.1 (default: %(default)s)")
     p.add_argument("--loss", default=d.loss,
                    choices=["auto", "linear", "mse", "logistic", "cross_entropy"],
@@ -373,6 +374,11 @@ def _run_train(args) -> int:
     if result.stopped_early:
         print(f"Stopped early: {result.stopped_early}")
     print(f"classes: {result.n_classes}; label mapping: {result.label_mapping}")
+    if result.settings:  # the "auto" settings as resolved for this task
+        from .config import flag_name
+
+        print("settings: " + ", ".join(f"{flag_name(k)} {v}"
+                                       for k, v in result.settings.items()))
     k = max(result.n_classes, 2)
     imbalanced = result.test_majority_rate > 1.0 / k + 0.05  # NaN (no test split): False
     print(f"test accuracy: {result.test_accuracy:.4f}"

@@ -58,7 +58,7 @@ def test_settings_per_family_and_user_values_kept():
     binary = resolve_settings(TrainConfig(dataset="breast_cancer"), "neuron", n_train=426,
                               n_classes=2)
     assert (binary.qubits, binary.loss, binary.logit_scale, binary.max_grad_norm, binary.lr,
-            binary.epochs, binary.expected_batch_size) == (1, "logistic", 10.0, 0.3, 1.0, 10, 64)
+            binary.epochs, binary.expected_batch_size) == (1, "logistic", 10.0, 0.3, 0.5, 20, 64)
     large = resolve_settings(TrainConfig(dataset="digits", classes="all"), "neuron",
                              n_train=1347, n_classes=10)
     assert (large.qubits, large.loss, large.max_grad_norm, large.epochs,
@@ -137,7 +137,7 @@ def test_default_run_on_breast_cancer_learns_and_records_its_settings(tmp_path):
 
     r = train(TrainConfig(dataset="breast_cancer", seed=0, secure_mode=False,
                           output_dir=str(tmp_path)), progress=False)
-    assert r.settings == {"model": "neuron", "qubits": 1, "layers": 1, "lr": 1.0, "epochs": 10,
+    assert r.settings == {"model": "neuron", "qubits": 1, "layers": 1, "lr": 0.5, "epochs": 20,
                           "expected_batch_size": 64, "loss": "logistic", "logit_scale": 10.0,
                           "max_grad_norm": 0.3}
     assert r.epsilon <= 1.0 and r.majority_warning is None
@@ -146,4 +146,18 @@ def test_default_run_on_breast_cancer_learns_and_records_its_settings(tmp_path):
     assert r.weights.shape == (30 + 1 + 3,)
     ledger = json.loads((tmp_path / "ledger.json").read_text())
     assert ledger["extra"]["provenance"]["settings"] == r.settings
-    assert "DP-SGD" in r.statement or "clip" in r.statement
+    assert "fixed clip norm C = 0.3 (DP-SGD)" in r.statement
+    # all 30 columns from the shipped (published) ranges: data-independent, raw data covered
+    assert "Preprocessing: 30 features: each column scaled from its shipped default ranges" \
+        in r.statement and "raw data included" in r.statement
+
+
+def test_cli_prints_the_resolved_settings(tmp_path, capsys):
+    from pennylane_qshiftdp.app.cli import main
+
+    assert main(["train", "--dataset", "wine", "--epochs", "1", "--no-progress",
+                 "--seeded-noise", "--output-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert ("settings: --model neuron, --qubits 3, --layers 1, --lr 0.3, --epochs 1, "
+            "--batch-size 64, --loss cross_entropy, --logit-scale 5.0, --max-grad-norm 1.0") in out
+    assert "13 features: each column scaled from its shipped default ranges" in out
