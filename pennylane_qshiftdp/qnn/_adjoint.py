@@ -35,6 +35,8 @@ import pennylane as qml
 from pennylane.devices.qubit import apply_operation, create_initial_state
 from pennylane.measurements import ExpectationMP
 
+from ..sampling._state_vector import apply_gate, one_qubit
+
 __all__: list[str] = []
 
 
@@ -111,88 +113,6 @@ def _inner_imag(bra: np.ndarray, ket: np.ndarray) -> np.ndarray:
     return (np.einsum("bi,bi->b", br.real, kr.imag) - np.einsum("bi,bi->b", br.imag, kr.real))
 
 
-# ----------------------------------------------------------------------------- kernels
-# The sweep keeps the ket and the M bras in one array ``(K, B, 2, ..., 2)`` (qubit w on axis
-# 2 + w) and applies every gate to all of them at once. A one-qubit gate is a 2×2 matrix
-# product on every amplitude pair of its qubit (the matrix broadcast over the batch when the
-# gate is), CNOT and CZ are index swaps and sign flips; any other gate goes through PennyLane's
-# ``apply_operation`` state by state. Derived here (elementary); tested against PennyLane's
-# simulation and against parameter shift.
-
-
-def _rotation(op) -> np.ndarray | None:
-    """The 2×2 matrix of a one-qubit rotation, ``(2, 2)`` or ``(B, 2, 2)``; ``None`` for other
-    gates."""
-    name = op.name
-    if name not in ("RX", "RY", "RZ", "PhaseShift"):
-        return None
-    theta = np.asarray(op.data[0], dtype=float)
-    c, s = np.cos(theta / 2), np.sin(theta / 2)
-    m = np.zeros(theta.shape + (2, 2), dtype=np.complex128)
-    if name == "RX":
-        m[..., 0, 0] = m[..., 1, 1] = c
-        m[..., 0, 1] = m[..., 1, 0] = -1j * s
-    elif name == "RY":
-        m[..., 0, 0] = m[..., 1, 1] = c
-        m[..., 0, 1], m[..., 1, 0] = -s, s
-    elif name == "RZ":
-        m[..., 0, 0], m[..., 1, 1] = np.exp(-0.5j * theta), np.exp(0.5j * theta)
-    else:
-        m[..., 0, 0], m[..., 1, 1] = 1.0, np.exp(1j * theta)
-    return m
-
-
-# Below this many amplitudes after the target qubit, the qubit's axis is moved last first: a 2×2
-# matrix product over a short trailing axis is slow in numpy, one over a long leading axis fast.
-_MIN_TRAILING = 8
-
-
-def _one_qubit(states: np.ndarray, m: np.ndarray, wire: int) -> np.ndarray:
-    """Apply the 2×2 matrix ``m`` (or one per batch row, ``(B, 2, 2)``) to qubit ``wire`` of
-    every state of ``states`` ``(K, B, 2, ..., 2)``: one batched 2×2 matrix product per
-    amplitude pair."""
-    k, b = states.shape[:2]
-    n = states.ndim - 2
-    left, right = 2 ** wire, 2 ** (n - 1 - wire)
-    if right >= _MIN_TRAILING:
-        x = states.reshape(k, b, left, 2, right)
-        mat = m.reshape(1, b, 1, 2, 2) if m.ndim == 3 else m
-        return np.matmul(mat, x).reshape(states.shape)
-    x = states.reshape(k, b, left, 2, right).swapaxes(-1, -2).reshape(k, b, left * right, 2)
-    mat = np.swapaxes(m, -1, -2)
-    if m.ndim == 3:
-        mat = mat.reshape(1, b, 2, 2)
-    y = np.matmul(x, mat)
-    return np.ascontiguousarray(
-        y.reshape(k, b, left, right, 2).swapaxes(-1, -2)).reshape(states.shape)
-
-
-def _apply(op, states: np.ndarray, *, inverse: bool = False) -> np.ndarray:
-    """``op`` (or its inverse) on every state of ``states`` ``(K, B, 2, ..., 2)``."""
-    if len(op.wires) == 1:
-        m = _rotation(op)
-        if m is None:
-            m = np.asarray(qml.matrix(op), dtype=np.complex128)
-        if inverse:
-            m = np.conj(np.swapaxes(m, -1, -2))
-        return _one_qubit(states, m, int(op.wires[0]))
-    if op.name in ("CNOT", "CZ"):
-        c, t = (2 + int(w) for w in op.wires)
-        out = states.copy()
-        sel: list = [slice(None)] * states.ndim
-        sel[c] = 1
-        if op.name == "CNOT":
-            a0, a1 = list(sel), list(sel)
-            a0[t], a1[t] = 0, 1
-            out[tuple(a0)], out[tuple(a1)] = states[tuple(a1)], states[tuple(a0)]
-        else:
-            sel[t] = 1
-            out[tuple(sel)] = -states[tuple(sel)]
-        return out
-    gate = op.adjoint() if inverse else op
-    return np.stack([apply_operation(gate, s, is_state_batched=True) for s in states])
-
-
 # The generators of the one-qubit rotations: X, Y, Z and the projector on |1> (PhaseShift).
 _GENERATOR_MATRICES = {
     "RX": np.array([[0, 1], [1, 0]], dtype=np.complex128),
@@ -206,7 +126,7 @@ def _apply_generator(op, generator, ket: np.ndarray) -> np.ndarray:
     r""":math:`G|\kappa\rangle` for the gate ``op``'s generator, ket ``(B, 2, ..., 2)``."""
     g = _GENERATOR_MATRICES.get(op.name)
     if g is not None and len(op.wires) == 1:
-        return _one_qubit(ket[None], g, int(op.wires[0]))[0]
+        return one_qubit(ket[None], g, int(op.wires[0]))[0]
     return apply_operation(generator, ket, is_state_batched=True)
 
 
@@ -229,7 +149,7 @@ def adjoint_jacobian(tape, diff_idx: list[int]) -> tuple[np.ndarray, np.ndarray]
     state0 = create_initial_state(range(len(tape.wires)), like="numpy")
     states = np.broadcast_to(state0, (1, batch, *state0.shape)).astype(np.complex128)
     for op, _ in ops:
-        states = _apply(op, states)
+        states = apply_gate(op, states)
     ket = states[0]
     bras = [apply_operation(mp.obs, ket, is_state_batched=True) for mp in tape.measurements]
     outputs = np.stack([_inner(ket, bra).real for bra in bras], axis=1)
@@ -245,5 +165,5 @@ def adjoint_jacobian(tape, diff_idx: list[int]) -> tuple[np.ndarray, np.ndarray]
             for m in range(len(bras)):
                 jac[:, m, column[p]] = -2.0 * prefactor * _inner_imag(states[1 + m], g_ket)
         if k > first:
-            states = _apply(op, states, inverse=True)
+            states = apply_gate(op, states, inverse=True)
     return outputs, jac

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import pennylane as qml
 
+from ._state_vector import simulate_tapes, track_execution
 from .draws import read_group, shot_groups
 from .merging import (
     MAX_MERGED_AMPLITUDES,
@@ -174,7 +175,7 @@ def _execute(template, param_sets, device, max_amplitudes=MAX_MERGED_AMPLITUDES,
     if chunks is None:  # one analytic copy per circuit
         chunks = [(t.copy(measurements=analytic_mps, shots=None), 1) for t in tapes]
     num = sum(c[1] for c in chunks)
-    results = qml.execute([c[0] for c in chunks], device, diff_method=None)
+    results = _run(device, [c[0] for c in chunks])
 
     per_group: list[list[np.ndarray]] = [[] for _ in analytic_mps]
     for (tape, n_circuits), res in zip(chunks, results, strict=True):
@@ -201,3 +202,16 @@ def _execute(template, param_sets, device, max_amplitudes=MAX_MERGED_AMPLITUDES,
         row = [v[t] if batch else v[t, 0] for v in values]
         out.append(row[0] if len(row) == 1 else tuple(row))
     return out
+
+
+def _run(device, tapes) -> list:
+    """Analytic results of ``tapes`` on ``device``: on default.qubit (the exact class) by the
+    batched kernels of :func:`~pennylane_qshiftdp.sampling._state_vector.simulate_tapes`
+    (recorded on the device's tracker as its own execution would be), elsewhere, or for what
+    the kernels do not cover, by :func:`pennylane.execute`."""
+    if type(device) is qml.devices.DefaultQubit:
+        results = simulate_tapes(tapes)
+        if results is not None:
+            track_execution(device, tapes, results)
+            return results
+    return qml.execute(tapes, device, diff_method=None)

@@ -914,23 +914,32 @@ def test_analytic_step_runs_merged_broadcast_tapes(measurement, route, monkeypat
     """shots=None on default.qubit, parameter-shift route: the forward and shifted circuits of
     the whole batch run as merged broadcast tapes, one ``qml.execute`` of one tape per group of
     circuits with the same measurements (one group for expval/probs; two for var, whose shifted
-    circuits measure expval); the automatic route of expval is the adjoint sweep, which runs no
-    ``qml.execute`` at all. Either way the per-example gradients are those of backprop one
-    example at a time."""
+    circuits measure expval), run by the batched state-vector kernels (``simulate_tapes``; on
+    default.qubit they stand in for ``qml.execute``); the automatic route of expval is the
+    adjoint sweep, which runs neither. Either way the per-example gradients are those of
+    backprop one example at a time."""
+    from pennylane_qshiftdp.sampling import exact_law
+
     calls = []
-    real = qml.execute
+    real, real_sim = qml.execute, exact_law.simulate_tapes
 
     def spy(tapes, *args, **kwargs):
         calls.append(len(tapes))
         return real(tapes, *args, **kwargs)
+
+    def spy_sim(tapes):
+        calls.append(len(tapes))
+        return real_sim(tapes)
 
     model = Model("alone", measurement, qs.param_shift)
     qs.qnn.routes.set_gradient_route(model, route)
     ref = _reference_model(model, "alone", measurement)
     x, c = _inputs("alone", 6), _coeffs(64)
     monkeypatch.setattr(qml, "execute", spy)
+    monkeypatch.setattr(exact_law, "simulate_tapes", spy_sim)
     ours = _grad_samples(model, x, c, "sum")
     monkeypatch.setattr(qml, "execute", real)
+    monkeypatch.setattr(exact_law, "simulate_tapes", real_sim)
     if measurement == "expval" and route == "auto":
         assert calls == []  # the adjoint route
     else:

@@ -1,0 +1,197 @@
+r"""Batched state-vector kernels, and analytic simulation of merged tapes on default.qubit.
+
+A merged tape (:func:`~pennylane_qshiftdp.sampling.merging.merged_tapes`) runs thousands of
+circuits as one broadcast tape of fused single-qubit gates and entangling gates. PennyLane's
+default.qubit applies each broadcast gate by a generic ``einsum`` (and CNOT by ``stack`` and
+``roll``), which dominates a private step from 8 qubits on. :func:`simulate_tapes` computes the
+same analytic results (``probs``, ``expval``, ``var``) with :func:`apply_gate`: a one-qubit gate is a
+batched 2×2 matrix product on the amplitude pairs of its qubit, CNOT and CZ index swaps and sign
+flips, and any other gate PennyLane's own :func:`pennylane.devices.qubit.apply_operation`. Derived
+here (elementary); tested against PennyLane's simulation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pennylane as qml
+from pennylane.devices.qubit import apply_operation, create_initial_state
+from pennylane.devices.qubit.sampling import get_num_shots_and_executions
+from pennylane.measurements import ExpectationMP, ProbabilityMP, VarianceMP
+
+__all__ = ["apply_gate", "one_qubit", "rotation_matrix", "simulate_tapes", "track_execution"]
+
+
+# ----------------------------------------------------------------------------- kernels
+# The sweep keeps the ket and the M bras in one array ``(K, B, 2, ..., 2)`` (qubit w on axis
+# 2 + w) and applies every gate to all of them at once. A one-qubit gate is a 2×2 matrix
+# product on every amplitude pair of its qubit (the matrix broadcast over the batch when the
+# gate is), CNOT and CZ are index swaps and sign flips; any other gate goes through PennyLane's
+# ``apply_operation`` state by state. Derived here (elementary); tested against PennyLane's
+# simulation and against parameter shift.
+
+
+def rotation_matrix(op) -> np.ndarray | None:
+    """The 2×2 matrix of a one-qubit rotation, ``(2, 2)`` or ``(B, 2, 2)``; ``None`` for other
+    gates."""
+    name = op.name
+    if name not in ("RX", "RY", "RZ", "PhaseShift"):
+        return None
+    theta = np.asarray(op.data[0], dtype=float)
+    c, s = np.cos(theta / 2), np.sin(theta / 2)
+    m = np.zeros(theta.shape + (2, 2), dtype=np.complex128)
+    if name == "RX":
+        m[..., 0, 0] = m[..., 1, 1] = c
+        m[..., 0, 1] = m[..., 1, 0] = -1j * s
+    elif name == "RY":
+        m[..., 0, 0] = m[..., 1, 1] = c
+        m[..., 0, 1], m[..., 1, 0] = -s, s
+    elif name == "RZ":
+        m[..., 0, 0], m[..., 1, 1] = np.exp(-0.5j * theta), np.exp(0.5j * theta)
+    else:
+        m[..., 0, 0], m[..., 1, 1] = 1.0, np.exp(1j * theta)
+    return m
+
+
+# Below this many amplitudes after the target qubit, the qubit's axis is moved last first: a 2×2
+# matrix product over a short trailing axis is slow in numpy, one over a long leading axis fast.
+_MIN_TRAILING = 8
+
+
+def one_qubit(states: np.ndarray, m: np.ndarray, wire: int) -> np.ndarray:
+    """Apply the 2×2 matrix ``m`` (or one per batch row, ``(B, 2, 2)``) to qubit ``wire`` of
+    every state of ``states`` ``(K, B, 2, ..., 2)``: one batched 2×2 matrix product per
+    amplitude pair."""
+    k, b = states.shape[:2]
+    n = states.ndim - 2
+    left, right = 2 ** wire, 2 ** (n - 1 - wire)
+    if right >= _MIN_TRAILING:
+        x = states.reshape(k, b, left, 2, right)
+        mat = m.reshape(1, b, 1, 2, 2) if m.ndim == 3 else m
+        return np.matmul(mat, x).reshape(states.shape)
+    x = states.reshape(k, b, left, 2, right).swapaxes(-1, -2).reshape(k, b, left * right, 2)
+    mat = np.swapaxes(m, -1, -2)
+    if m.ndim == 3:
+        mat = mat.reshape(1, b, 2, 2)
+    y = np.matmul(x, mat)
+    return np.ascontiguousarray(
+        y.reshape(k, b, left, right, 2).swapaxes(-1, -2)).reshape(states.shape)
+
+
+def apply_gate(op, states: np.ndarray, *, inverse: bool = False) -> np.ndarray:
+    """``op`` (or its inverse) on every state of ``states`` ``(K, B, 2, ..., 2)``."""
+    if len(op.wires) == 1:
+        m = rotation_matrix(op)
+        if m is None:
+            m = np.asarray(qml.matrix(op), dtype=np.complex128)
+        if inverse:
+            m = np.conj(np.swapaxes(m, -1, -2))
+        return one_qubit(states, m, int(op.wires[0]))
+    if op.name in ("CNOT", "CZ"):
+        c, t = (2 + int(w) for w in op.wires)
+        out = states.copy()
+        sel: list = [slice(None)] * states.ndim
+        sel[c] = 1
+        if op.name == "CNOT":
+            a0, a1 = list(sel), list(sel)
+            a0[t], a1[t] = 0, 1
+            out[tuple(a0)], out[tuple(a1)] = states[tuple(a1)], states[tuple(a0)]
+        else:
+            sel[t] = 1
+            out[tuple(sel)] = -states[tuple(sel)]
+        return out
+    gate = op.adjoint() if inverse else op
+    return np.stack([apply_operation(gate, s, is_state_batched=True) for s in states])
+
+
+def _gate_supported(op) -> bool:
+    return op.has_matrix and not isinstance(op, (qml.operation.Channel,
+                                                 qml.measurements.MidMeasureMP))
+
+
+def _marginal(probs: np.ndarray, wires: list[int]) -> np.ndarray:
+    """``probs`` ``(B, 2, ..., 2)`` summed over every qubit but ``wires``, in their order."""
+    n = probs.ndim - 1
+    others = tuple(1 + w for w in range(n) if w not in wires)
+    kept = probs.sum(axis=others) if others else probs
+    order = sorted(wires)
+    perm = [0] + [1 + order.index(w) for w in wires]
+    return np.transpose(kept, perm).reshape(probs.shape[0], 2 ** len(wires))
+
+
+def _measure(mp, ket: np.ndarray) -> np.ndarray | None:
+    """The analytic value of ``mp`` on the batched state ``ket`` ``(B, 2, ..., 2)``."""
+    n = ket.ndim - 1
+    if isinstance(mp, ProbabilityMP) and mp.mv is None:
+        state = ket
+        if mp.obs is not None:
+            for gate in mp.diagonalizing_gates():
+                if not _gate_supported(gate):
+                    return None
+                state = apply_gate(gate, state[None])[0]
+        wires = [int(w) for w in mp.wires] if len(mp.wires) else list(range(n))
+        return _marginal(np.abs(state) ** 2, wires)
+    if _observable_measurement(mp):
+        bra = apply_operation(mp.obs, ket, is_state_batched=True)
+        b = ket.shape[0]
+        mean = np.einsum("bi,bi->b", ket.reshape(b, -1).conj(), bra.reshape(b, -1)).real
+        if isinstance(mp, ExpectationMP):
+            return mean
+        # var = <O²> - <O>² with <O²> = <Oψ|Oψ> (O Hermitian)
+        return (np.abs(bra.reshape(b, -1)) ** 2).sum(axis=1) - mean ** 2
+    return None
+
+
+def _observable_measurement(mp) -> bool:
+    return isinstance(mp, (ExpectationMP, VarianceMP)) and mp.obs is not None \
+        and mp.obs.has_matrix
+
+
+def simulate_tapes(tapes) -> list | None:
+    """Analytic results of ``tapes`` as :func:`pennylane.execute` on default.qubit returns them
+    (one array per measurement, a tuple for several; a leading batch axis for a broadcast
+    tape), or ``None`` if a gate or measurement is outside what the kernels cover (gates with a
+    matrix; ``probs``, and ``expval`` and ``var`` of observables with a matrix), or a tape has
+    shots.
+
+    Args:
+        tapes: quantum scripts with numpy parameters and ``shots=None``.
+    """
+    tapes = list(tapes)
+    for tape in tapes:
+        if tape.shots or not all(_gate_supported(op) for op in tape.operations) or any(
+                not (isinstance(mp, ProbabilityMP) and mp.mv is None)
+                and not _observable_measurement(mp) for mp in tape.measurements) or any(
+                qml.math.get_interface(d) != "numpy" for op in tape.operations
+                for d in op.data):
+            return None
+    results = []
+    for tape in tapes:
+        std = tape.map_to_standard_wires()
+        batch = std.batch_size
+        state0 = create_initial_state(range(max(len(std.wires), 1)), like="numpy")
+        states = np.broadcast_to(state0, (1, batch or 1, *state0.shape)).astype(np.complex128)
+        for op in std.operations:
+            states = apply_gate(op, states)
+        values = []
+        for mp in std.measurements:
+            v = _measure(mp, states[0])
+            if v is None:
+                return None
+            values.append(v if batch is not None else v[0])
+        results.append(values[0] if len(values) == 1 else tuple(values))
+    return results
+
+
+def track_execution(device, tapes, results) -> None:
+    """Record ``tapes`` on ``device.tracker`` as default.qubit's own execution does
+    (``batches``, then per tape ``simulations``, ``executions`` and ``results``), so
+    :class:`pennylane.Tracker` counts circuits run by :func:`simulate_tapes` the same way."""
+    tracker = device.tracker
+    if not tracker.active:
+        return
+    tracker.update(batches=1)
+    tracker.record()
+    for tape, result in zip(tapes, results, strict=True):
+        executions, _ = get_num_shots_and_executions(tape)
+        tracker.update(simulations=1, executions=executions, results=result)
+        tracker.record()
