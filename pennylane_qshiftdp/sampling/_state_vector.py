@@ -4,10 +4,11 @@ A merged tape (:func:`~pennylane_qshiftdp.sampling.merging.merged_tapes`) runs t
 circuits as one broadcast tape of fused single-qubit gates and entangling gates. PennyLane's
 default.qubit applies each broadcast gate by a generic ``einsum`` (and CNOT by ``stack`` and
 ``roll``), which dominates a private step from 8 qubits on. :func:`simulate_tapes` computes the
-same analytic results (``probs``, ``expval``, ``var``) with :func:`apply_gate`: a one-qubit gate is a
-batched 2×2 matrix product on the amplitude pairs of its qubit, CNOT and CZ index swaps and sign
-flips, and any other gate PennyLane's own :func:`pennylane.devices.qubit.apply_operation`. Derived
-here (elementary); tested against PennyLane's simulation.
+same analytic results (``probs``, ``expval``, ``var``) with :func:`apply_gate`: a one-qubit
+gate is a batched 2×2 matrix product on the amplitude pairs of its qubit, CNOT and CZ index
+swaps and sign flips, and any other gate PennyLane's own
+:func:`pennylane.devices.qubit.apply_operation`. Derived here (elementary); tested against
+PennyLane's simulation.
 """
 
 from __future__ import annotations
