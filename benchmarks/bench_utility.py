@@ -351,12 +351,16 @@ def _defaults(args) -> dict:
     import _anchor
 
     if args.defaults_merge:
-        rows, seconds = [], 0.0
+        rows, seconds, seeds = [], 0.0, None
         for path in args.defaults_merge:
             shard = json.loads(Path(path).read_text())
+            if seeds is not None and shard["seeds"] != seeds:
+                raise SystemExit(f"--defaults-merge: {path} ran seeds {shard['seeds']}, the "
+                                 f"others {seeds}")
             rows += shard["rows"]
             seconds += shard["seconds"]
-        tasks, seeds = sorted({r["task"] for r in rows}), None
+            seeds = shard["seeds"]
+        tasks = list(dict.fromkeys(r["task"] for r in rows))
     else:
         tasks = args.datasets or list(_anchor.TASKS)
         unknown = sorted(set(tasks) - set(_anchor.TASKS))

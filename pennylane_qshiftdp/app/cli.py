@@ -154,7 +154,7 @@ def _add_train_parser(subparsers) -> None:
                    "(default: %(default)s)")
     p.add_argument("--lr", type=_auto(float), default=d.lr,
                    help="SGD step; 'auto': 0.2 (quantum), neuron 0.5 (two classes) or 0.3 (more); "
-                   "without noise 0.01 or 0.1 (default: %(default)s)")
+                   "without noise 0.01 or 0.03 (default: %(default)s)")
     p.add_argument("--loss", default=d.loss,
                    choices=["auto", "linear", "mse", "logistic", "cross_entropy"],
                    help="auto: linear (quantum) or logistic (neuron) for two classes, "

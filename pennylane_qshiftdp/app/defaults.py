@@ -18,7 +18,7 @@ The families (``benchmarks/RESULTS.md``, "Utility against linear DP-SGD", gives 
   :math:`K \ge 3`: softmax cross-entropy on :math:`5 f`, clip 1.0, lr 0.3, 10 epochs (8 from
   1 000 training examples on); expected batch 64 (128 from 1 000 examples on). Without noise
   (``epsilon=inf``,
-  no clipping): lr 0.01 and 40 epochs (two classes) or lr 0.1 and 20 epochs, batch 32.
+  no clipping): lr 0.01 and 40 epochs (two classes) or lr 0.03 and 20 epochs, batch 32.
 
 The private settings were chosen as one setting per family (not per data set) on validation
 splits: 25 % of the training split held out (seeds 100–107, 8 splits), scored by mean
@@ -27,7 +27,9 @@ validation accuracy at ε = 1 — two classes on breast cancer (lr ∈ {0.25, 0.
 together (lr ∈ {0.15, 0.3, 0.6}, epochs ∈ {10, 20}; clip, scale and batch from an earlier
 search on validation splits of the same data sets and digits-10). The non-private ones were
 chosen on the test splits of seeds 100–104 (other splits of the same examples as the reported
-seeds 0–9: a weaker protocol, for the baseline only).
+seeds 0–9: a weaker protocol, for the baseline only), and for K ≥ 3 checked on a validation
+split of digits-10 (lr 0.1 diverges there without clipping: 0.41 test accuracy; lr 0.03:
+0.955 validation accuracy).
 """
 
 from __future__ import annotations
@@ -161,7 +163,7 @@ def resolve_settings(config: TrainConfig, model: str, *, n_train: int,
                           expected_batch_size=128 if large else 64,
                           max_grad_norm=0.3 if binary else 1.0)
         else:
-            family.update(lr=0.01 if binary else 0.1, epochs=40 if binary else 20,
+            family.update(lr=0.01 if binary else 0.03, epochs=40 if binary else 20,
                           expected_batch_size=32)
     for key, value in family.items():
         if _is_auto(getattr(config, key)):

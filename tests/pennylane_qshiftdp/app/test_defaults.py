@@ -66,6 +66,9 @@ def test_settings_per_family_and_user_values_kept():
     plain = resolve_settings(TrainConfig(dataset="breast_cancer", epsilon=math.inf), "neuron",
                              n_train=426, n_classes=2)
     assert (plain.lr, plain.epochs, plain.expected_batch_size) == (0.01, 40, 32)
+    plain_k = resolve_settings(TrainConfig(dataset="wine", epsilon=math.inf), "neuron",
+                               n_train=133, n_classes=3)
+    assert (plain_k.lr, plain_k.epochs, plain_k.expected_batch_size) == (0.03, 20, 32)
     mine = resolve_settings(TrainConfig(dataset="wine", lr=0.05, epochs=3, max_grad_norm=2.0),
                             "neuron", n_train=133, n_classes=3)
     assert (mine.lr, mine.epochs, mine.max_grad_norm, mine.expected_batch_size) == (
