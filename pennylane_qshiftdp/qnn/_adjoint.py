@@ -35,6 +35,7 @@ import pennylane as qml
 from pennylane.devices.qubit import apply_operation, create_initial_state
 from pennylane.measurements import ExpectationMP
 
+from ..sampling._circuit_fusion import fuse_single_qubit
 from ..sampling._state_vector import apply_gate, one_qubit
 
 __all__: list[str] = []
@@ -148,7 +149,7 @@ def adjoint_jacobian(tape, diff_idx: list[int]) -> tuple[np.ndarray, np.ndarray]
     ops = _sweep_ops(tape, set(diff_idx))
     state0 = create_initial_state(range(len(tape.wires)), like="numpy")
     states = np.broadcast_to(state0, (1, batch, *state0.shape)).astype(np.complex128)
-    for op, _ in ops:
+    for op in fuse_single_qubit(tape.operations):  # the forward sweep: runs fused
         states = apply_gate(op, states)
     ket = states[0]
     bras = [apply_operation(mp.obs, ket, is_state_batched=True) for mp in tape.measurements]

@@ -78,8 +78,27 @@ def one_qubit(states: np.ndarray, m: np.ndarray, wire: int) -> np.ndarray:
         y.reshape(k, b, left, right, 2).swapaxes(-1, -2)).reshape(states.shape)
 
 
+def _diagonal(states: np.ndarray, d0, d1, wire: int) -> np.ndarray:
+    """The diagonal gate ``diag(d0, d1)`` (scalars or one per batch row, ``(B,)``) on qubit
+    ``wire`` of every state of ``states`` ``(K, B, 2, ..., 2)``: two elementwise products."""
+    k, b = states.shape[:2]
+    n = states.ndim - 2
+    x = states.reshape(k, b, 2 ** wire, 2, 2 ** (n - 1 - wire))
+    out = np.empty_like(x)
+    shape = (1, b, 1, 1) if np.ndim(d0) else ()
+    np.multiply(x[:, :, :, 0, :], np.reshape(d0, shape), out=out[:, :, :, 0, :])
+    np.multiply(x[:, :, :, 1, :], np.reshape(d1, shape), out=out[:, :, :, 1, :])
+    return out.reshape(states.shape)
+
+
 def apply_gate(op, states: np.ndarray, *, inverse: bool = False) -> np.ndarray:
     """``op`` (or its inverse) on every state of ``states`` ``(K, B, 2, ..., 2)``."""
+    if op.name in ("RZ", "PhaseShift") and len(op.wires) == 1:
+        theta = np.asarray(op.data[0], dtype=float) * (-1.0 if inverse else 1.0)
+        if op.name == "RZ":
+            return _diagonal(states, np.exp(-0.5j * theta), np.exp(0.5j * theta),
+                             int(op.wires[0]))
+        return _diagonal(states, 1.0, np.exp(1j * theta), int(op.wires[0]))
     if len(op.wires) == 1:
         m = rotation_matrix(op)
         if m is None:

@@ -18,7 +18,7 @@ def _random_tape(seed: int, n: int, batch: int | None, measurements):
     shape = () if batch is None else (batch,)
     ops = []
     for _ in range(4 * n):
-        kind = rng.integers(6)
+        kind = rng.integers(8)
         w = int(rng.integers(n))
         v = (w + 1 + int(rng.integers(n - 1))) % n
         if kind == 0:
@@ -31,6 +31,10 @@ def _random_tape(seed: int, n: int, batch: int | None, measurements):
             ops.append(qml.CZ([w, v]))
         elif kind == 4:
             ops.append(qml.CRX(rng.uniform(-3, 3, shape), [w, v]))  # apply_operation path
+        elif kind == 5:
+            ops.append(qml.RZ(rng.uniform(-3, 3, shape), w))  # diagonal kernel
+        elif kind == 6:
+            ops.append(qml.PhaseShift(rng.uniform(-3, 3, shape), w))  # diagonal kernel
         else:
             u = qml.matrix(qml.Rot(*rng.uniform(-3, 3, (3, *shape)), 0))
             ops.append(qml.QubitUnitary(u, w, unitary_check=False))
