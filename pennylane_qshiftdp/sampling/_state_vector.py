@@ -85,9 +85,9 @@ def _diagonal(states: np.ndarray, d0, d1, wire: int) -> np.ndarray:
     n = states.ndim - 2
     x = states.reshape(k, b, 2 ** wire, 2, 2 ** (n - 1 - wire))
     out = np.empty_like(x)
-    shape = (1, b, 1, 1) if np.ndim(d0) else ()
-    np.multiply(x[:, :, :, 0, :], np.reshape(d0, shape), out=out[:, :, :, 0, :])
-    np.multiply(x[:, :, :, 1, :], np.reshape(d1, shape), out=out[:, :, :, 1, :])
+    for i, d in enumerate((d0, d1)):
+        np.multiply(x[:, :, :, i, :], np.reshape(d, (1, b, 1, 1)) if np.ndim(d) else d,
+                    out=out[:, :, :, i, :])
     return out.reshape(states.shape)
 
 
