@@ -38,7 +38,12 @@ def _reference(epochs: int | None) -> None:
     from pennylane_qshiftdp.app.models import QuantumClassifier
     from pennylane_qshiftdp.losses import LinearLoss
 
-    cfg = TrainConfig()
+    from pennylane_qshiftdp.app.defaults import resolve_model, resolve_settings
+
+    # the default job's settings as it resolves them (digits 0 vs 1: the quantum model; the
+    # training-set size and classes only matter for the neuron model)
+    cfg = resolve_settings(TrainConfig(), resolve_model(TrainConfig()), n_train=270,
+                           n_classes=2)
     epochs = cfg.epochs if epochs is None else epochs
     data = load_dataset(cfg.dataset, n_features=cfg.qubits, seed=cfg.seed,
                         test_size=cfg.test_size)

@@ -370,12 +370,24 @@ def section_step(out, lines):
                  f"on the same device, alternated in one process; seconds are medians, batch "
                  f"{data['rows'][0]['batch']}, Ns = {data['rows'][0]['shots']}, 2 layers.\n")
     lines.append(data["markdown"] + "\n")
+    if any("opacus_backprop_s" in r for r in data["rows"]):
+        lines.append(
+            "With `--alternative` (default.qubit rows): `private_analytic_s` is the private "
+            "step with `shots=None` (the adjoint simulator route, per-example gradients equal "
+            "to parameter shift's to 1e-10); `opacus_backprop_s` is what a user would write "
+            "without this library, Opacus's per-sample gradients by `torch.func` (vmap) over "
+            "an analytic backprop QNode of the same circuit (made to work: a plain backprop "
+            "TorchLayer gives all-zero per-sample gradients under functorch); "
+            "`backprop_over_exact_law` and `backprop_over_analytic` are its time over the "
+            "private step's (above 1: the private step is faster). The exact-law step is "
+            "shot-faithful (2P + 1 circuits per example, P weights); the alternative and "
+            "the analytic route are not.\n")
     cross = data.get("crossover_qubits", {})
     if cross:
         lines.append("lightning.qubit is faster than default.qubit from "
                      + ", ".join(f"{q} qubits ({k.removesuffix('_s').replace('_', ' ')})"
                                  for k, q in cross.items() if q is not None)
-                     + "; `device=\"auto\"` (`training.LIGHTNING_QUBITS`) switches at 11.\n")
+                     + "; `device=\"auto\"` (`app.job.LIGHTNING_QUBITS`) switches at 12.\n")
     _img(lines, "bench_transform_step", mode)
     versus, _ = _load(out, "bench_transform_versus")
     if versus is not None:

@@ -143,8 +143,8 @@ def _add_train_parser(subparsers) -> None:
                    help="shots per circuit for the test accuracy (default: analytic on "
                    "simulators; on hardware give a count)")
     p.add_argument("--device", default=d.device,
-                   help="PennyLane device; 'auto' picks default.qubit below 11 qubits and "
-                   "lightning.qubit from 11 on (default.mixed with --depolarizing) (default: "
+                   help="PennyLane device; 'auto' picks default.qubit below 12 qubits and "
+                   "lightning.qubit from 12 on (default.mixed with --depolarizing) (default: "
                    "%(default)s)")
     p.add_argument("--layers", type=_auto(int), default=d.layers,
                    help="StronglyEntanglingLayers of the quantum and hybrid models; 'auto': 2 "

@@ -81,9 +81,10 @@ class TrainResult:
 
 
 #: From this many qubits on, ``device="auto"`` picks lightning.qubit: the measured crossover of
-#: the exact-law private step (benchmarks/RESULTS.md §12: default.qubit 2.96 s against 4.43 s at
-#: 10 qubits, 6.64 s against 5.90 s at 11, 16.3 s against 7.37 s at 12; batch 54, 2 layers).
-LIGHTNING_QUBITS = 11
+#: the exact-law private step (benchmarks/RESULTS.md §12, idle, batch 54, 2 layers: default.qubit
+#: with the batched state-vector kernels 1.97 s against lightning.qubit 2.65 s at 11 qubits,
+#: 3.96 s against 2.96 s at 12).
+LIGHTNING_QUBITS = 12
 
 
 #: Largest qubit count the training job accepts (a state vector of 2^n amplitudes per circuit;

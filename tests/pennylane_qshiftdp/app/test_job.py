@@ -549,9 +549,8 @@ def test_shots_auto_device_auto_and_eval_shots():
     assert r.device == "default.qubit" and r.training_shots > 0
     assert r.shots == expected
     assert r.training_shots % r.shots == 0
-    assert resolve_device(TrainConfig(qubits=10)) == "default.qubit"
-    assert resolve_device(TrainConfig(qubits=11)) == "lightning.qubit"  # measured crossover
-    assert resolve_device(TrainConfig(qubits=12)) == "lightning.qubit"
+    assert resolve_device(TrainConfig(qubits=11)) == "default.qubit"
+    assert resolve_device(TrainConfig(qubits=12)) == "lightning.qubit"  # measured crossover
     assert resolve_device(TrainConfig(depolarizing=0.1)) == "default.mixed"
     assert resolve_device(TrainConfig(device="lightning.qubit")) == "lightning.qubit"
     r2 = train(TrainConfig(**{**TINY, "epochs": 1}, eval_shots=10), progress=False)
