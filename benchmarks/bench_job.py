@@ -35,10 +35,9 @@ def _reference(epochs: int | None) -> None:
 
     from pennylane_qshiftdp.app.config import TrainConfig
     from pennylane_qshiftdp.app.data import load_dataset
+    from pennylane_qshiftdp.app.defaults import resolve_model, resolve_settings
     from pennylane_qshiftdp.app.models import QuantumClassifier
     from pennylane_qshiftdp.losses import LinearLoss
-
-    from pennylane_qshiftdp.app.defaults import resolve_model, resolve_settings
 
     # the default job's settings as it resolves them (digits 0 vs 1: the quantum model; the
     # training-set size and classes only matter for the neuron model)
