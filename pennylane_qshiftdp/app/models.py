@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import pennylane as qml
 import torch
@@ -186,7 +187,22 @@ def neutral_readout_wire(n_qubits: int, layers: int) -> int:
                        f"{layers}-layer circuit.")
 
 
-class QuantumClassifier(torch.nn.Module):
+class _Predictions:
+    """``predict`` for a classifier with ``n_outputs`` readouts (one: sign; several: argmax)."""
+
+    n_outputs: int
+    forward: Callable[[torch.Tensor], torch.Tensor]
+
+    def predict(self, x: torch.Tensor) -> torch.Tensor:
+        """Labels in {−1, +1} (two classes) or class indices 0..K−1 as float64 (argmax)."""
+        with torch.no_grad():
+            out = self.forward(x)
+            if self.n_outputs == 1:
+                return torch.where(out >= 0, 1.0, -1.0)
+            return out.argmax(dim=-1).to(torch.float64)
+
+
+class QuantumClassifier(_Predictions, torch.nn.Module):
     r"""Angle embedding + StronglyEntanglingLayers classifier (a ``TorchLayer``).
 
     ``n_classes=2`` (default): output :math:`\langle Z_0\rangle` of shape ``(B,)``, labels
@@ -282,13 +298,6 @@ class QuantumClassifier(torch.nn.Module):
                               args=(torch.zeros(self.n_qubits, dtype=torch.float64), weights))
         return float(cert.variance_floor)
 
-    def predict(self, x: torch.Tensor) -> torch.Tensor:
-        """Labels in {−1, +1} (binary) or class indices 0..K−1 as float64 (argmax)."""
-        with torch.no_grad():
-            out = self.forward(x)
-            if self.n_outputs == 1:
-                return torch.where(out >= 0, 1.0, -1.0)
-            return out.argmax(dim=-1).to(torch.float64)
 
 
 class HybridClassifier(QuantumClassifier):
@@ -383,7 +392,7 @@ def make_neuron_qnode(*, device: str | qml.devices.Device = "default.qubit",
     return qml.set_shots(qnode, shots=shots)
 
 
-class QuantumNeuronClassifier(torch.nn.Module):
+class QuantumNeuronClassifier(_Predictions, torch.nn.Module):
     r"""A linear layer on all features feeding one qubit per output: ``Linear → RY → Rot → ⟨Z⟩``.
 
     The input angles :math:`x \in [0, \pi]^d` are centred, :math:`a = W(x - \pi/2) + b` with
@@ -467,11 +476,3 @@ class QuantumNeuronClassifier(torch.nn.Module):
     def variance_floor(self) -> float:
         """0: the model has no device noise, so no single-shot variance floor is proven."""
         return 0.0
-
-    def predict(self, x: torch.Tensor) -> torch.Tensor:
-        """Labels in {−1, +1} (two classes) or class indices 0..K−1 as float64 (argmax)."""
-        with torch.no_grad():
-            out = self.forward(x)
-            if self.n_outputs == 1:
-                return torch.where(out >= 0, 1.0, -1.0)
-            return out.argmax(dim=-1).to(torch.float64)
