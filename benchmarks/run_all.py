@@ -430,7 +430,9 @@ def section_multiclass(out, lines):
     if data is None:
         return
     lines.append(
-        f"`qshiftdp train` defaults for K ≥ 3 classes ({mode}): preprocessing 'fixed' (the "
+        f"The quantum model for K ≥ 3 classes (`--model quantum`, the default before the "
+        f"per-family defaults of §15, which train the neuron model on these tasks) ({mode}): "
+        f"preprocessing 'fixed' (the "
         f"shipped, published feature ranges of iris and wine, rounded outward; the digits "
         f"pooling grid), K commuting Pauli-Z readouts, softmax cross-entropy, public clip, "
         f"Ns = 1000 exact-law, δ = 1e-5; seeded noise, seeds {data.get('seeds')} "
