@@ -103,7 +103,8 @@ def run(*, datasets, epsilons, seeds, epochs=None):
     delta_bound = _delta()
     cells = []
     for ds in datasets:
-        base0 = TrainConfig(dataset=ds, preprocessing=PREPROCESSING[ds], secure_mode=False)
+        base0 = TrainConfig(dataset=ds, preprocessing=PREPROCESSING[ds], secure_mode=False,
+                            model="quantum")  # the clip strategies of the quantum model
         if epochs:
             base0 = dataclasses.replace(base0, epochs=epochs)
         for eps in [*epsilons, math.inf]:
