@@ -1,8 +1,8 @@
 r"""Multi-class test accuracy: iris (3 classes), wine (3), digits (10, 8 qubits) at ε ∈ {1, 4, ∞}.
 
 Every run is ``train(TrainConfig(..., model="quantum"))`` with the quantum model's defaults
-(preprocessing 'fixed' with the shipped feature ranges or the digits pooling grid, K commuting Pauli-Z
-readouts, softmax cross-entropy with the default logit scale, public clip, Ns = 1000 shots
+(preprocessing 'fixed' with the shipped feature ranges or the digits pooling grid, K commuting
+Pauli-Z readouts, softmax cross-entropy with the default logit scale, public clip, Ns = 1000 shots
 drawn from the exact law, δ = 1e-5, lr, batch size 64), seeded DP noise and Poisson sampling
 (research mode, so a seed pairs the ε values: same split, initialisation and batches); ε = ∞
 is the non-private baseline (same loader, no noise, no clipping). Only the epochs differ per
