@@ -95,6 +95,34 @@ def test_bench_utility(tmp_path):
     assert est["total_seconds"] > 0
 
 
+@pytest.mark.slow
+def test_bench_utility_defaults_against_the_anchor(tmp_path):
+    """--defaults: per task, ε and seed one product run and one linear DP-SGD run, on the same
+    split; the merge joins shards; run_all's §15 reads the result."""
+    bu = _module("bench_utility")
+    bu.main(["--defaults", "--tiny", "--datasets", "iris", "--name", "a", "--out",
+             str(tmp_path)])
+    bu.main(["--defaults", "--tiny", "--datasets", "breast_cancer", "--name", "b", "--out",
+             str(tmp_path)])
+    data = _result(tmp_path, "a", ["rows", "seeds", "protocol", "anchor_settings"])
+    assert {(r["task"], r["method"]) for r in data["rows"]} == {("iris", "product"),
+                                                               ("iris", "linear")}
+    for row in data["rows"]:
+        assert 0.0 <= row["median_accuracy"] <= 1.0 and row["seeds"] == 1
+        assert row["runs"][0]["epsilon_spent"] <= 1.0 + 1e-9
+    product = next(r for r in data["rows"] if r["method"] == "product")
+    assert product["settings"]["model"] == "neuron" and product["majority_rate"] > 0.3
+    merged = bu.main(["--defaults-merge", str(tmp_path / "a.json"), str(tmp_path / "b.json"),
+                      "--out", str(tmp_path)])
+    assert [r["task"] for r in merged["rows"]] == ["iris", "iris", "breast_cancer",
+                                                   "breast_cancer"]
+    _result(tmp_path, "bench_utility_defaults", ["rows"])
+    lines: list[str] = []
+    _module("run_all").section_defaults(tmp_path, lines)
+    text = "\n".join(lines)
+    assert "| breast_cancer | 1 |" in text and "linear DP-SGD" in text
+
+
 def test_run_all_report(tmp_path):
     """RESULTS.md is generated from whatever JSON files exist (here: one tiny run)."""
     run_all = _module("run_all")
