@@ -183,8 +183,11 @@ def _prepare_sensitivity(model: _Model, example, *, max_grad_norm, credit, loss,
         return None
     if max_grad_norm in ("certified", "public") or credit != "none":
         if len(layers) != 1:
-            raise ValueError(f"max_grad_norm='certified' needs exactly one TorchLayer. Found "
-                             f"{len(layers)}; pass a float clip norm instead.")
+            what = (f"max_grad_norm={max_grad_norm!r}" if max_grad_norm in ("certified", "public")
+                    else f"credit={credit!r}")
+            raise ValueError(f"{what} needs exactly one TorchLayer (its bound is that of one "
+                             f"circuit). Found {len(layers)}; pass a float clip norm (DP-SGD) "
+                             f"or 'adaptive' instead.")
         return layer_sensitivity(model.module, layers[0], example,
                                  loss=LinearLoss() if loss is None else loss,
                                  adjacency="add_remove", jacobian_bound=jacobian_bound)

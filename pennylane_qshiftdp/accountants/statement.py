@@ -184,6 +184,9 @@ def privacy_statement(ledger, *, diagnostics: dict[str, Any] | None = None) -> s
             note += "."
         if "not protected" not in note.lower() and "not covered" not in note.lower():
             note += " These data-dependent statistics are not covered by the guarantee."
+        if extra.get("preprocessing"):  # a fixed feature map beside what was read from data
+            lines.append(f"Preprocessing: {extra['preprocessing']}; fixed before seeing the "
+                         f"data.")
         lines.append(f"Preprocessing (NOT protected): {note}")
     elif extra.get("preprocessing"):
         lines.append(
@@ -226,7 +229,11 @@ def _coverage_text(ledger, diagnostics) -> str:
     adj = "add/remove-one" if ledger.adjacency == "add_remove" else "replace-one"
     head += f" for the training examples ({adj} adjacency)"
     extra = ledger.extra or {}
-    if ledger.preprocessing_note:
+    if ledger.preprocessing_note and extra.get("preprocessing"):
+        head += (", their feature values as raw data (the feature preprocessing is fixed "
+                 "before seeing the data); NOT for what the 'Preprocessing (NOT protected)' "
+                 "line lists, which was read from the training data without privacy")
+    elif ledger.preprocessing_note:
         head += (" as preprocessed, with the preprocessing statistics held fixed; NOT for "
                  "those statistics, which were computed from the training data without "
                  "privacy (see Preprocessing), so NOT for the raw data")

@@ -153,8 +153,9 @@ def _add_train_parser(subparsers) -> None:
                    help="'auto': 4 (quantum, hybrid); the neuron model has one qubit per output "
                    "(default: %(default)s)")
     p.add_argument("--lr", type=_auto(float), default=d.lr,
-                   help="SGD step; 'auto': 0.2 (quantum), neuron 0.5 (two classes) or 0.3 (more); "
-                   "without noise 0.01 or 0.03 (default: %(default)s)")
+                   help="SGD step; 'auto': 0.2 (quantum and hybrid, with or without noise); "
+                   "neuron 0.5 (two classes) or 0.3 (more), and without noise (--epsilon inf) "
+                   "0.01 or 0.03 (default: %(default)s)")
     p.add_argument("--loss", default=d.loss,
                    choices=["auto", "linear", "mse", "logistic", "cross_entropy"],
                    help="auto: linear (quantum) or logistic (neuron) for two classes, "
@@ -168,7 +169,8 @@ def _add_train_parser(subparsers) -> None:
                    choices=["none", "depolarizing", "adaptive", "isotropic"],
                    help="shot-noise credit mode (default: %(default)s)")
     p.add_argument("--beta", type=float, default=d.beta,
-                   help="failure probability of the adaptive bound (reported as δ + β)")
+                   help="failure probability of the adaptive bound (reported as δ + β); "
+                   "required with --credit adaptive, in (0, 1), well below 1/N")
     p.add_argument("--depolarizing", type=float, default=d.depolarizing,
                    help="device noise: PennyLane DepolarizingChannel q on every qubit before "
                    "measurement (D_p, p = 4q/3); needs --device default.mixed")
@@ -189,7 +191,7 @@ def _add_train_parser(subparsers) -> None:
                    "hybrid: Linear -> angles -> TorchLayer -> Linear; neuron: Linear on all "
                    "features -> one qubit per output (RY, Rot, <Z>); auto: quantum for digits "
                    "with two classes (and for --credit, --depolarizing, --shots auto, "
-                   "--layers), neuron otherwise (default: %(default)s)")
+                   "--layers, --qubits), neuron otherwise (default: %(default)s)")
     p.add_argument("--classical-max-grad-norm", type=float, default=d.classical_max_grad_norm,
                    help="clip norm of the hybrid model's classical layers with "
                    "--max-grad-norm certified (default: %(default)s)")
@@ -702,7 +704,8 @@ def _run_audit_run(args) -> int:
         print(json.dumps(doc, indent=2))
     else:
         print(str(r))
-        print(f"  δ = {r.delta:g}; {r.steps} steps at q = {r.sample_rate:.4g}; "
+        rate = "n/a (no step ran)" if r.sample_rate is None else f"{r.sample_rate:.4g}"
+        print(f"  δ = {r.delta:g}; {r.steps} steps at q = {rate}; "
               f"{r.parameters} parameters ({r.layers} {r.directions} layer(s) of canary "
               f"directions); "
               f"canaries sampled {r.canaries_sampled} times")
@@ -827,6 +830,10 @@ def _is_device_error(err: Exception) -> bool:
     return exceptions is not None and isinstance(err, exceptions.DeviceError)
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"WARNING ({category.__name__}): {message}", file=sys.stderr if file is None else file)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     r"""Run the ``qshiftdp`` command line.
 
@@ -842,7 +849,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return int(exc.code) if isinstance(exc.code, int) else 2
     try:
-        return int(args.func(args))
+        with warnings.catch_warnings():
+            # warnings as command-line messages ("WARNING (PrivacyWarning): ..."), not as
+            # Python's "file:line: Category: ..." with a line of our source code; only as the
+            # console command (argv None): a caller passing argv may record them itself
+            if argv is None:
+                warnings.showwarning = _show_warning
+            return int(args.func(args))
     except (_CLIError, ValueError, TypeError, NotImplementedError) as err:
         print(f"{PROG} {args.command}: error: {err}", file=sys.stderr)
         return 2

@@ -57,7 +57,8 @@ class TrainConfig:
     # or "public", "certified", "adaptive", a float (DP-SGD).
     # model="neuron": "auto" is a fixed clip norm (0.3 for two classes, 1.0 for more).
     max_grad_norm: str | float = "auto"
-    # "auto": "quantum" for digits with two classes, "neuron" otherwise (app.defaults); or
+    # "auto": "quantum" for digits with two classes (or with --credit, --depolarizing,
+    # --shots auto, an explicit --layers or --qubits), "neuron" otherwise (app.defaults); or
     # "quantum", "hybrid" (Linear -> angles -> TorchLayer -> Linear), "neuron" (Linear on all
     # features -> one qubit per output: QuantumNeuronClassifier)
     model: str = "auto"

@@ -559,8 +559,11 @@ def _read_csv(csv_path, label_column):
     try:
         labels = np.array([float(v) for v in raw])
     except ValueError:
-        labels = np.array(raw, dtype=object)
-    return X, labels, [header[j] for j in feature_idx], {}
+        return X, np.array(raw, dtype=object), [header[j] for j in feature_idx], {}
+    written: dict = {}  # numeric labels are shown as written in the file ('1', not '1.0')
+    for value, text in zip(labels.tolist(), raw, strict=True):
+        written.setdefault(value, text)
+    return X, labels, [header[j] for j in feature_idx], written
 
 
 def _resolve_classes(name, classes, labels, label_names):

@@ -71,7 +71,9 @@ def resolve_model(config: TrainConfig) -> str:
 
     ``"auto"`` is ``"quantum"`` for digits with two classes and for the settings only that
     model supports (a shot-noise ``credit``, device ``depolarizing`` noise, ``shots="auto"``,
-    or an explicit ``layers``); ``"neuron"`` otherwise.
+    an explicit ``layers`` or ``qubits``); ``"neuron"`` otherwise. ``model="neuron"`` accepts
+    ``layers=1`` and ``qubits`` equal to its number of outputs (what a neuron run records), so
+    the settings a run reports run again as given.
 
     Args:
         config: the job's settings.
@@ -96,10 +98,15 @@ def resolve_model(config: TrainConfig) -> str:
         "depolarizing": config.depolarizing > 0,
         "shots": _is_auto(config.shots),
         "layers": not _is_auto(config.layers),
+        "qubits": not _is_auto(config.qubits),
     }
     if model == AUTO:
         return "quantum" if _binary_digits(config) or any(circuit_only.values()) else "neuron"
     if model == "neuron":
+        # the neuron's own sizes, as a neuron run records them (qubits: checked against the
+        # number of outputs once the data are read)
+        circuit_only["layers"] = not _is_auto(config.layers) and config.layers != 1
+        circuit_only["qubits"] = False
         used = [k for k, v in circuit_only.items() if v]
         if used:
             raise ValueError(
@@ -139,6 +146,12 @@ def resolve_settings(config: TrainConfig, model: str, *, n_train: int,
     out = {"model": model}
     if model in ("quantum", "hybrid"):
         family = dict(_QUANTUM)
+        # the job's loss and clip for these models (as make_loss and the clip modes read
+        # "auto"): linear or cross-entropy; the public clip, certified with a shot-noise
+        # credit or a hybrid model
+        family["loss"] = "linear" if n_classes == 2 else "cross_entropy"
+        family["max_grad_norm"] = ("certified" if config.credit != "none" or model == "hybrid"
+                                   else "public")
     else:
         private = math.isfinite(config.epsilon)
         binary = n_classes == 2
@@ -147,7 +160,8 @@ def resolve_settings(config: TrainConfig, model: str, *, n_train: int,
             raise ValueError(
                 f"`qubits` of model='neuron' is its number of outputs, {outputs} for "
                 f"{n_classes} classes (one qubit per output). Found qubits={config.qubits!r}; "
-                f"leave --qubits at 'auto'.")
+                f"leave --qubits at 'auto', or pass --model quantum for a circuit of "
+                f"{config.qubits} qubits.")
         if config.max_grad_norm in ("public", "certified"):
             raise ValueError(
                 f"`max_grad_norm`={config.max_grad_norm!r} bounds the gradient of a circuit fed "

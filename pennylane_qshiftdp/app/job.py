@@ -159,7 +159,14 @@ RESOLVED_SETTINGS = ("model", "qubits", "layers", "lr", "epochs", "expected_batc
 
 
 def _settings(config) -> dict:
-    return {k: getattr(config, k) for k in RESOLVED_SETTINGS}
+    """The resolved settings that act on the run: no logit scale for a loss without logits,
+    no clip norm without privacy (the non-private baseline does not clip)."""
+    skip = set()
+    if config.loss not in ("logistic", "cross_entropy"):
+        skip.add("logit_scale")
+    if not math.isfinite(config.epsilon):
+        skip.add("max_grad_norm")
+    return {k: getattr(config, k) for k in RESOLVED_SETTINGS if k not in skip}
 
 
 def _provenance(data, config) -> dict:
@@ -417,7 +424,10 @@ def _make_private(job: _Job, loader, private_hook) -> None:
             "; the simulator's shot sampling seeded from the public --seed (an adversary "
             "who knows it can reproduce the shot noise: a credited ε then holds only "
             "against one who does not)") + "."})
-    if not data.data_dependent_preprocessing and data.preprocessing:
+    if data.preprocessing and (config.preprocessing == "fixed"
+                               or not data.data_dependent_preprocessing):
+        # the feature map, when it is data-independent (a label set read from a CSV is
+        # reported apart, by the preprocessing note)
         ledger.extra_update({"preprocessing": data.preprocessing})
     job.noise_gen, job.sampler_gen = job.opt.generator, job.train_loader.batch_sampler.generator
     if private_hook is not None:
@@ -577,7 +587,8 @@ def _result(job: _Job, last: int, x_test, y_test) -> TrainResult:
         job.eval_model.load_state_dict(job.model.state_dict())
         final_acc, final_bal, _ = evaluate(job.eval_model, x_test, y_test)
     rate = majority_rate(data.y_test)
-    stuck = majority_class_warning(final_acc, rate, final_bal, data.n_classes)
+    stuck = majority_class_warning(final_acc, rate, final_bal, data.n_classes,
+                                   history=[m["test_accuracy"] for m in metrics])
     if stuck is not None:
         warnings.warn(stuck, UserWarning, stacklevel=3)
     return TrainResult(

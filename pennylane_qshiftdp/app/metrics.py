@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -66,7 +67,8 @@ def majority_rate(y) -> float:
 
 def majority_class_warning(test_accuracy: float, rate: float,
                            balanced_accuracy: float = math.nan,
-                           n_classes: int | None = None) -> str | None:
+                           n_classes: int | None = None,
+                           history: Sequence[float] = ()) -> str | None:
     """The warning text for a classifier that has learned little or is systematically wrong.
 
     Three cases, ``None`` otherwise: the final ``test_accuracy`` is within
@@ -74,7 +76,9 @@ def majority_class_warning(test_accuracy: float, rate: float,
     ``balanced_accuracy`` is within :data:`CHANCE_TOLERANCE` of ``1 / n_classes`` (either side:
     what a constant answer scores); or it is more than that *below* ``1 / n_classes``, i.e. the
     classifier is systematically wrong (an inverted sign, a class order swapped), which points
-    to other causes than too little training.
+    to other causes than too little training. ``history`` (the test accuracy after each epoch)
+    changes the advice when an earlier epoch was clearly better: the run learned and lost it,
+    so more epochs would not help.
 
     Example:
         >>> majority_class_warning(0.63, 0.627)[:44]
@@ -85,9 +89,17 @@ def majority_class_warning(test_accuracy: float, rate: float,
         'the classifier is systematically wrong: t'
         >>> majority_class_warning(0.9, 0.627, 0.88, 2) is None
         True
+        >>> majority_class_warning(0.0933, 0.1022, history=[0.89, 0.5, 0.0933]).split(". ")[-2]
+        'It learned, then lost it: the test accuracy was 0.8900 after epoch 1'
     """
     hint = ("It has learned little or nothing; try more epochs, a larger learning rate or a "
             "larger epsilon.")
+    past = [a for a in history if math.isfinite(a)]
+    if past and math.isfinite(test_accuracy) and max(past) > test_accuracy + 0.05:
+        best = max(past)
+        hint = (f"It learned, then lost it: the test accuracy was {best:.4f} after epoch "
+                f"{list(history).index(best) + 1}. At a fixed epsilon more steps need more "
+                f"noise per step; try fewer epochs, a smaller learning rate or a larger epsilon.")
     bal = (f" (balanced accuracy {balanced_accuracy:.4f})"
            if math.isfinite(balanced_accuracy) else "")
     if math.isfinite(test_accuracy) and math.isfinite(rate) and \

@@ -490,3 +490,12 @@ class TestCSV:
         msg = f"`csv_path` must be an existing file. Found {str(missing)!r}."
         with pytest.raises(ValueError, match=re.escape(msg)):
             load_dataset("csv", csv_path=missing, label_column="y")
+
+
+def test_csv_numeric_labels_are_shown_as_written(tmp_path):
+    path = tmp_path / "n.csv"
+    path.write_text("a,label\n" + "".join(f"{i / 40:.3f},{1 if i % 2 else 2}\n"
+                                          for i in range(40)))
+    ds = load_dataset("csv", csv_path=path, label_column="label", feature_range=(0, 1),
+                      classes=(1, 2), n_features=1)
+    assert ds.label_mapping_text() == "'1' → -1, '2' → +1"

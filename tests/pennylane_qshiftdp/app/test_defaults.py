@@ -20,6 +20,8 @@ from pennylane_qshiftdp.app.models import QuantumNeuronClassifier
 
 @pytest.mark.parametrize(("kwargs", "model"), [
     ({}, "quantum"),
+    ({"dataset": "iris", "qubits": 4}, "quantum"),
+    ({"dataset": "iris", "model": "neuron", "layers": 1, "qubits": 3}, "neuron"),
     ({"classes": (3, 8)}, "quantum"),
     ({"classes": "all"}, "neuron"),
     ({"dataset": "breast_cancer"}, "neuron"),
@@ -39,10 +41,14 @@ def test_neuron_refusals_name_the_flag():
         resolve_model(TrainConfig(dataset="iris", model="neuron", credit="adaptive"))
     with pytest.raises(ValueError, match=re.escape("does not support --layers 3")):
         resolve_model(TrainConfig(dataset="iris", model="neuron", layers=3))
+    # what a neuron run records (layers 1, qubits = outputs) runs again as given
+    assert resolve_model(TrainConfig(dataset="iris", model="neuron", layers=1)) == "neuron"
     with pytest.raises(ValueError, match=re.escape("`model` must be 'auto', 'quantum'")):
         resolve_model(TrainConfig(model="classical"))
     neuron = TrainConfig(dataset="iris", model="neuron")
-    with pytest.raises(ValueError, match=re.escape("one qubit per output). Found qubits=4")):
+    with pytest.raises(ValueError, match=re.escape("one qubit per output). Found qubits=4; "
+                                                   "leave --qubits at 'auto', or pass --model "
+                                                   "quantum")):
         resolve_settings(dataclasses.replace(neuron, qubits=4), "neuron", n_train=100,
                          n_classes=3)
     with pytest.raises(ValueError, match=re.escape("`max_grad_norm`='public' bounds")):
@@ -54,7 +60,13 @@ def test_settings_per_family_and_user_values_kept():
     flagship = resolve_settings(TrainConfig(), "quantum", n_train=270, n_classes=2)
     assert (flagship.qubits, flagship.layers, flagship.lr, flagship.epochs,
             flagship.expected_batch_size, flagship.loss, flagship.max_grad_norm) == (
-        4, 2, 0.2, 10, 64, "auto", "auto")  # loss and clip: the job's own "auto" (make_loss)
+        4, 2, 0.2, 10, 64, "linear", "public")
+    hybrid = resolve_settings(TrainConfig(dataset="iris", model="hybrid"), "hybrid",
+                              n_train=112, n_classes=3)
+    assert (hybrid.loss, hybrid.max_grad_norm) == ("cross_entropy", "certified")
+    credit = resolve_settings(TrainConfig(credit="adaptive"), "quantum", n_train=270,
+                              n_classes=2)
+    assert credit.max_grad_norm == "certified"
     binary = resolve_settings(TrainConfig(dataset="breast_cancer"), "neuron", n_train=426,
                               n_classes=2)
     assert (binary.qubits, binary.loss, binary.logit_scale, binary.max_grad_norm, binary.lr,
@@ -164,3 +176,62 @@ def test_cli_prints_the_resolved_settings(tmp_path, capsys):
     assert ("settings: --model neuron, --qubits 3, --layers 1, --lr 0.3, --epochs 1, "
             "--batch-size 64, --loss cross_entropy, --logit-scale 5.0, --max-grad-norm 1.0") in out
     assert "13 features: each column scaled from its shipped default ranges" in out
+
+
+def test_reported_settings_run_again_and_a_neuron_run_audits(tmp_path, capsys):
+    """The settings a run reports are valid settings: the same run again from them (Python),
+    and `qshiftdp audit --run` re-runs a finished neuron run from its recorded settings."""
+    from pennylane_qshiftdp.app.cli import main
+    from pennylane_qshiftdp.app.job import train
+
+    first = train(TrainConfig(dataset="iris", epochs=1, secure_mode=False), progress=False)
+    again = train(TrainConfig(dataset="iris", secure_mode=False, **first.settings),
+                  progress=False)
+    assert again.settings == first.settings
+    assert main(["train", "--dataset", "breast_cancer", "--epochs", "2", "--no-progress",
+                 "--output-dir", str(tmp_path / "bc")]) == 0
+    capsys.readouterr()
+    assert main(["audit", "--run", str(tmp_path / "bc")]) == 0
+    out = capsys.readouterr().out
+    assert "not refuted" in out and "crashed" not in out
+
+
+@pytest.mark.parametrize("clip", ["public", "certified"])
+def test_make_private_names_the_clip_mode_a_neuron_model_cannot_use(clip):
+    from pennylane_qshiftdp import make_private
+
+    model = QuantumNeuronClassifier(4, 3, shots=None)
+    x = torch.rand(8, 4, dtype=torch.float64)
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(x, torch.zeros(8, dtype=torch.float64)), batch_size=4)
+    with pytest.raises(ValueError, match=re.escape(f"max_grad_norm={clip!r} needs exactly one "
+                                                   f"TorchLayer")):
+        make_private(model, torch.optim.SGD(model.parameters(), lr=0.1), loader,
+                     target_epsilon=1.0, target_delta=1e-5, epochs=1, max_grad_norm=clip)
+
+
+def test_csv_label_set_read_from_data_keeps_the_fixed_feature_map_in_the_statement(tmp_path):
+    """No declared classes: the label set is reported NOT protected, and the data-independent
+    feature scaling that ran is still described; the first line names what is not covered."""
+    import numpy as np
+
+    from pennylane_qshiftdp.app.job import train
+    from pennylane_qshiftdp.exceptions import PrivacyWarning
+
+    rng = np.random.default_rng(0)
+    path = tmp_path / "d.csv"
+    rows = ["a,b,label"] + [f"{rng.uniform(-3, 3):.3f},{rng.uniform(0, 20):.3f},"
+                            f"{'yes' if i % 2 else 'no'}" for i in range(60)]
+    path.write_text("\n".join(rows) + "\n")
+    with pytest.warns(PrivacyWarning, match="Data-dependent label set"):
+        r = train(TrainConfig(dataset="csv", csv_path=str(path), label_column="label",
+                              feature_range=((-3.0, 3.0), (0.0, 20.0)), epochs=1,
+                              secure_mode=False), progress=False)
+    lines = r.statement.splitlines()
+    assert lines[0].endswith(
+        "their feature values as raw data (the feature preprocessing is fixed before seeing the "
+        "data); NOT for what the 'Preprocessing (NOT protected)' line lists, which was read "
+        "from the training data without privacy.")
+    assert any(ln.startswith("Preprocessing: 2 features: each column scaled from its declared "
+                             "`feature_range`") for ln in lines), lines
+    assert any(ln.startswith("Preprocessing (NOT protected): the set of classes") for ln in lines)
