@@ -344,6 +344,10 @@ def load_dataset(
         n_features = X.shape[1]
     chosen = _resolve_classes(name, classes, labels, label_names)
     mask = np.isin(labels, np.asarray(chosen, dtype=labels.dtype))
+    if name == "csv" and not bool(mask.all()):
+        warnings.warn(f"`classes` keeps {int(mask.sum())} of the CSV file's {len(mask)} rows: "
+                      f"the {int((~mask).sum())} rows of other classes are not used.",
+                      UserWarning, stacklevel=2)
     X = X[mask]
     if len(chosen) == 2:
         y = np.where(labels[mask] == chosen[1], 1.0, -1.0)

@@ -499,3 +499,13 @@ def test_csv_numeric_labels_are_shown_as_written(tmp_path):
     ds = load_dataset("csv", csv_path=path, label_column="label", feature_range=(0, 1),
                       classes=(1, 2), n_features=1)
     assert ds.label_mapping_text() == "'1' → -1, '2' → +1"
+
+
+def test_csv_rows_of_other_classes_are_reported(tmp_path):
+    path = tmp_path / "three.csv"
+    path.write_text("a,label\n" + "".join(f"{i / 30:.3f},{'lo mid hi'.split()[i % 3]}\n"
+                                          for i in range(30)))
+    with pytest.warns(UserWarning, match="keeps 20 of the CSV file's 30 rows: the 10 rows"):
+        ds = load_dataset("csv", csv_path=path, label_column="label", feature_range=(0, 1),
+                          classes=("lo", "hi"), n_features=1)
+    assert ds.n_train + ds.n_test == 20
