@@ -382,6 +382,18 @@ def section_step(out, lines):
             "private step's (above 1: the private step is faster). The exact-law step is "
             "shot-faithful (2P + 1 circuits per example, P weights); the alternative and "
             "the analytic route are not.\n")
+        spread = [{"qubits": r["qubits"], "rounds": r["repeats"],
+                   "backprop / exact-law step": f"{r['backprop_over_exact_law']:.2f} "
+                   f"[{r['backprop_over_exact_law_range'][0]:.2f}, "
+                   f"{r['backprop_over_exact_law_range'][1]:.2f}]",
+                   "backprop / analytic step": f"{r['backprop_over_analytic']:.2f} "
+                   f"[{r['backprop_over_analytic_range'][0]:.2f}, "
+                   f"{r['backprop_over_analytic_range'][1]:.2f}]"}
+                  for r in data["rows"] if "backprop_over_analytic_range" in r]
+        if spread:
+            lines.append("Per-round ratios, median [min, max] over the alternated rounds:\n")
+            lines.append(table(spread, ["qubits", "rounds", "backprop / exact-law step",
+                                        "backprop / analytic step"]) + "\n")
     cross = data.get("crossover_qubits", {})
     if cross:
         lines.append("lightning.qubit is faster than default.qubit from "
