@@ -112,11 +112,14 @@ def _shot_sampling(config, device: str, shots) -> str:
 
 
 def resolve_device(config) -> str:
-    """The device name for ``config.device`` (``"auto"`` picks by size and device noise)."""
+    """The device name for ``config.device`` (``"auto"`` picks by size and device noise; the
+    neuron model's circuits have one qubit each, so default.qubit whatever its outputs)."""
     if config.device != "auto":
         return config.device
     if config.depolarizing > 0:
         return "default.mixed"
+    if config.model == "neuron" or not isinstance(config.qubits, int):
+        return "default.qubit"
     return "lightning.qubit" if config.qubits >= LIGHTNING_QUBITS else "default.qubit"
 
 

@@ -551,6 +551,8 @@ def test_shots_auto_device_auto_and_eval_shots():
     assert r.training_shots % r.shots == 0
     assert resolve_device(TrainConfig(qubits=11)) == "default.qubit"
     assert resolve_device(TrainConfig(qubits=12)) == "lightning.qubit"  # measured crossover
+    # one-qubit circuits per output: default.qubit however many outputs
+    assert resolve_device(TrainConfig(qubits=15, model="neuron")) == "default.qubit"
     assert resolve_device(TrainConfig(depolarizing=0.1)) == "default.mixed"
     assert resolve_device(TrainConfig(device="lightning.qubit")) == "lightning.qubit"
     r2 = train(TrainConfig(**{**TINY, "epochs": 1}, eval_shots=10), progress=False)
