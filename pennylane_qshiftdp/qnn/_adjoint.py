@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import numpy as np
 import pennylane as qml
-from pennylane.devices.qubit import apply_operation, create_initial_state
+from pennylane.devices.qubit import apply_operation
 from pennylane.measurements import ExpectationMP
 
 from ..sampling._circuit_fusion import fuse_single_qubit
-from ..sampling._state_vector import apply_gate, one_qubit
+from ..sampling._state_vector import apply_gate, evolve, one_qubit
 
 __all__: list[str] = []
 
@@ -147,10 +147,7 @@ def adjoint_jacobian(tape, diff_idx: list[int]) -> tuple[np.ndarray, np.ndarray]
     tape = tape.map_to_standard_wires()
     batch = tape.batch_size or 1
     ops = _sweep_ops(tape, set(diff_idx))
-    state0 = create_initial_state(range(len(tape.wires)), like="numpy")
-    states = np.broadcast_to(state0, (1, batch, *state0.shape)).astype(np.complex128)
-    for op in fuse_single_qubit(tape.operations):  # the forward sweep: runs fused
-        states = apply_gate(op, states)
+    states = evolve(fuse_single_qubit(tape.operations), len(tape.wires), batch)  # fused
     ket = states[0]
     bras = [apply_operation(mp.obs, ket, is_state_batched=True) for mp in tape.measurements]
     outputs = np.stack([_inner(ket, bra).real for bra in bras], axis=1)

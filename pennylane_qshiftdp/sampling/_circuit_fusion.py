@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pennylane as qml
 
-__all__: list[str] = []
+__all__ = ["fuse_single_qubit", "light_cone", "one_qubit_matrix"]
 
 def light_cone(operations, measurements) -> list:
     r"""The operations in the backward light cone of the measured wires.
@@ -42,7 +42,7 @@ def fuse_single_qubit(operations) -> list:
 
     A run :math:`U_1, \dots, U_k` (:math:`k \ge 2`) becomes :math:`U_k \cdots U_1`, placed
     where the run ends; it commutes with the gates in between, which act on other wires. The
-    product is computed for all batch elements at once (:func:`_one_qubit_matrix`,
+    product is computed for all batch elements at once (:func:`one_qubit_matrix`,
     :func:`_matmul_2x2`), so a broadcast simulator applies one gate instead of :math:`k` (the
     embedding rotation and the first trainable rotation of a layered model become one).
     Single gates, gates whose parameters are not numpy arrays, and gates without a matrix
@@ -58,9 +58,9 @@ def fuse_single_qubit(operations) -> list:
         if len(run) == 1:
             out.append(run[0])
             return
-        mat = _one_qubit_matrix(run[0])
+        mat = one_qubit_matrix(run[0])
         for op in run[1:]:
-            m = _one_qubit_matrix(op)
+            m = one_qubit_matrix(op)
             mat = _matmul_2x2(m, mat)
         out.append(qml.QubitUnitary(mat, wires=run[0].wires, unitary_check=False))
 
@@ -104,7 +104,7 @@ def _rotation_matrix(theta, generator):
     return m
 
 
-def _one_qubit_matrix(op) -> np.ndarray:
+def one_qubit_matrix(op) -> np.ndarray:
     """The (broadcast) matrix of a single-qubit gate, ``(2, 2)`` or ``(batch, 2, 2)``: closed
     forms for RX, RY, RZ and Rot (PennyLane's conventions, checked against
     :meth:`~pennylane.operation.Operator.matrix` in the tests), PennyLane's matrix otherwise.

@@ -19,38 +19,19 @@ from pennylane.devices.qubit import apply_operation, create_initial_state
 from pennylane.devices.qubit.sampling import get_num_shots_and_executions
 from pennylane.measurements import ExpectationMP, ProbabilityMP, VarianceMP
 
-__all__ = ["apply_gate", "one_qubit", "rotation_matrix", "simulate_tapes", "track_execution"]
+from ._circuit_fusion import one_qubit_matrix
+
+__all__ = ["apply_gate", "evolve", "one_qubit", "simulate_tapes", "track_execution"]
 
 
 # ----------------------------------------------------------------------------- kernels
-# The sweep keeps the ket and the M bras in one array ``(K, B, 2, ..., 2)`` (qubit w on axis
-# 2 + w) and applies every gate to all of them at once. A one-qubit gate is a 2×2 matrix
-# product on every amplitude pair of its qubit (the matrix broadcast over the batch when the
-# gate is), CNOT and CZ are index swaps and sign flips; any other gate goes through PennyLane's
-# ``apply_operation`` state by state. Derived here (elementary); tested against PennyLane's
-# simulation and against parameter shift.
-
-
-def rotation_matrix(op) -> np.ndarray | None:
-    """The 2×2 matrix of a one-qubit rotation, ``(2, 2)`` or ``(B, 2, 2)``; ``None`` for other
-    gates."""
-    name = op.name
-    if name not in ("RX", "RY", "RZ", "PhaseShift"):
-        return None
-    theta = np.asarray(op.data[0], dtype=float)
-    c, s = np.cos(theta / 2), np.sin(theta / 2)
-    m = np.zeros(theta.shape + (2, 2), dtype=np.complex128)
-    if name == "RX":
-        m[..., 0, 0] = m[..., 1, 1] = c
-        m[..., 0, 1] = m[..., 1, 0] = -1j * s
-    elif name == "RY":
-        m[..., 0, 0] = m[..., 1, 1] = c
-        m[..., 0, 1], m[..., 1, 0] = -s, s
-    elif name == "RZ":
-        m[..., 0, 0], m[..., 1, 1] = np.exp(-0.5j * theta), np.exp(0.5j * theta)
-    else:
-        m[..., 0, 0], m[..., 1, 1] = 1.0, np.exp(1j * theta)
-    return m
+# States are kept as one array ``(K, B, 2, ..., 2)`` (K states, e.g. the adjoint sweep's ket
+# and bras, each broadcast over a batch of B; qubit w on axis 2 + w) and every gate is applied
+# to all of them at once. A one-qubit gate is a 2×2 matrix product on every amplitude pair of
+# its qubit (the matrix broadcast over the batch when the gate is; diagonal gates two
+# elementwise products), CNOT and CZ are index swaps and sign flips; any other gate goes
+# through PennyLane's ``apply_operation`` state by state. Derived here (elementary); tested
+# against PennyLane's simulation and against parameter shift.
 
 
 # Below this many amplitudes after the target qubit, the qubit's axis is moved last first: a 2×2
@@ -100,9 +81,7 @@ def apply_gate(op, states: np.ndarray, *, inverse: bool = False) -> np.ndarray:
                              int(op.wires[0]))
         return _diagonal(states, 1.0, np.exp(1j * theta), int(op.wires[0]))
     if len(op.wires) == 1:
-        m = rotation_matrix(op)
-        if m is None:
-            m = np.asarray(qml.matrix(op), dtype=np.complex128)
+        m = one_qubit_matrix(op)
         if inverse:
             m = np.conj(np.swapaxes(m, -1, -2))
         return one_qubit(states, m, int(op.wires[0]))
@@ -121,6 +100,16 @@ def apply_gate(op, states: np.ndarray, *, inverse: bool = False) -> np.ndarray:
         return out
     gate = op.adjoint() if inverse else op
     return np.stack([apply_operation(gate, s, is_state_batched=True) for s in states])
+
+
+def evolve(operations, num_wires: int, batch: int | None) -> np.ndarray:
+    """The state ``(1, B, 2, ..., 2)`` after ``operations`` on ``|0...0>`` of ``num_wires``
+    standard wires (0..n-1), broadcast over a batch of ``batch`` (1 for ``None``)."""
+    state0 = create_initial_state(range(max(num_wires, 1)), like="numpy")
+    states = np.broadcast_to(state0, (1, batch or 1, *state0.shape)).astype(np.complex128)
+    for op in operations:
+        states = apply_gate(op, states)
+    return states
 
 
 def _gate_supported(op) -> bool:
@@ -188,10 +177,7 @@ def simulate_tapes(tapes) -> list | None:
     for tape in tapes:
         std = tape.map_to_standard_wires()
         batch = std.batch_size
-        state0 = create_initial_state(range(max(len(std.wires), 1)), like="numpy")
-        states = np.broadcast_to(state0, (1, batch or 1, *state0.shape)).astype(np.complex128)
-        for op in std.operations:
-            states = apply_gate(op, states)
+        states = evolve(std.operations, len(std.wires), batch)
         values = []
         for mp in std.measurements:
             v = _measure(mp, states[0])

@@ -598,4 +598,4 @@ def test_fusion_only_on_pennylanes_python_simulators():
     qml.Rot(np.linspace(-4, 4, 7), 0.3, np.linspace(0, 6, 7), wires=0),
     qml.Rot(0.1, -2.0, 1.5, wires=0), qml.Hadamard(0), qml.PhaseShift(0.4, 0)])
 def test_one_qubit_matrices_are_pennylanes(op):
-    np.testing.assert_allclose(_circuit_fusion._one_qubit_matrix(op), qml.matrix(op), atol=1e-15)
+    np.testing.assert_allclose(_circuit_fusion.one_qubit_matrix(op), qml.matrix(op), atol=1e-15)
