@@ -39,7 +39,7 @@ import math
 
 from .config import TrainConfig, flag_name
 
-__all__ = ["AUTO", "MODELS", "resolve_model", "resolve_settings"]
+__all__ = ["AUTO", "MODELS", "feature_count", "resolve_model", "resolve_settings"]
 
 #: The value of a setting chosen by the job.
 AUTO = "auto"
@@ -115,6 +115,19 @@ def resolve_model(config: TrainConfig) -> str:
                 f"(no layers, no device-noise certificate, no shot-noise credit). Use "
                 f"--model quantum for it.")
     return model
+
+
+def feature_count(config: TrainConfig, model: str) -> int | None:
+    """How many features ``model`` reads (``load_dataset``'s ``n_features``): every raw column
+    (``None``) for the neuron model, one per qubit otherwise (``qubits``, 4 for ``"auto"``).
+
+    Example:
+        >>> feature_count(TrainConfig(), "quantum"), feature_count(TrainConfig(), "neuron")
+        (4, None)
+    """
+    if model == "neuron":
+        return None
+    return _QUANTUM["qubits"] if _is_auto(config.qubits) else config.qubits
 
 
 def resolve_settings(config: TrainConfig, model: str, *, n_train: int,

@@ -273,18 +273,17 @@ def _check_config(config: TrainConfig) -> None:
             f"(make_private) on a device that can hold them.")
 
 
-def _model_factory(config: TrainConfig, data):
-    """``make(shots, seed, recorder=None)``: a fresh model of ``config.model`` for ``data``."""
-    from .models import HybridClassifier, QuantumClassifier, QuantumNeuronClassifier
+def _model_factory(config: TrainConfig, data, model_cls: type, device: str):
+    """``make(shots, seed, recorder=None)``: a fresh model of ``config.model`` for ``data`` on
+    ``device`` (``model_cls`` for the quantum and hybrid models)."""
+    from .models import QuantumNeuronClassifier
 
-    device = resolve_device(config)
     if config.model == "neuron":
         def make(shots, seed, recorder=None):
             return QuantumNeuronClassifier(data.n_features, data.n_classes, device=device,
                                            shots=shots, seed=seed, recorder=recorder,
                                            init_scale=config.init_scale, init_seed=config.seed)
         return make
-    model_cls = QuantumClassifier if config.model == "quantum" else HybridClassifier
 
     def make(shots, seed, recorder=None):
         return model_cls(config.qubits, config.layers, device=device, shots=shots, seed=seed,
@@ -296,13 +295,12 @@ def _model_factory(config: TrainConfig, data):
 def _build(config: TrainConfig) -> _Job:
     """Data set, settings ("auto" resolved), loss, models (trained, evaluated), shots, SGD."""
     from .data import DIGITS_POOLING_GRIDS, load_dataset
-    from .defaults import resolve_model, resolve_settings
+    from .defaults import feature_count, resolve_model, resolve_settings
     from .models import HybridClassifier, QuantumClassifier, max_classes
 
     _check_config(config)
     model_name = resolve_model(config)
-    qubits = 4 if config.qubits == "auto" else config.qubits
-    data = load_dataset(config.dataset, n_features=None if model_name == "neuron" else qubits,
+    data = load_dataset(config.dataset, n_features=feature_count(config, model_name),
                         seed=config.seed, test_size=config.test_size,
                         preprocessing=config.preprocessing, csv_path=config.csv_path,
                         label_column=config.label_column, classes=config.classes,
@@ -332,7 +330,7 @@ def _build(config: TrainConfig) -> _Job:
     elif isinstance(shots, str):
         raise ValueError(f"`shots` must be a positive integer, None or 'auto'. Found {shots!r}.")
     device = resolve_device(config)
-    make = _model_factory(config, data)
+    make = _model_factory(config, data, model_cls, device)
     if config.credit != "none" and shots is not None and shots < 30:
         warnings.warn(f"credit={config.credit!r} with shots={shots}: crediting treats "
                       f"each sample mean as Gaussian (central limit theorem), which is a poor "
