@@ -224,6 +224,82 @@ def _opacus_backprop_step_fn(n_qubits, layers, x, y, seed):
     return step
 
 
+def _numpy_limit_step_fn(n_qubits, layers, shots, x, y, seed):
+    """The machine's limit for the same work, written by hand in numpy: the forward circuit
+    and the 2P shifted circuits of every example (Y angle embedding, PennyLane's
+    ``StronglyEntanglingLayers`` with its default ranges, ⟨Z0⟩) as one batched state vector,
+    one 2×2 product per rotation and an index swap per CNOT (no PennyLane, no torch), Ns-shot
+    estimates drawn from each circuit's exact law, per-example parameter-shift gradients of the
+    linear loss, clipping, Gaussian noise and an SGD update."""
+    rng = np.random.default_rng(seed)
+    g = torch.Generator().manual_seed(seed)
+    weights = (0.3 * torch.randn(layers, n_qubits, 3, generator=g, dtype=torch.float64)).numpy()
+    xs, ys = x.numpy(), y.numpy()
+    n_p = weights.size
+    # circuit 0: forward; circuits 1 + 2k, 2 + 2k: parameter k shifted by +π/2, -π/2
+    offsets = np.zeros((1 + 2 * n_p, n_p))
+    offsets[1::2][np.arange(n_p), np.arange(n_p)] = np.pi / 2
+    offsets[2::2][np.arange(n_p), np.arange(n_p)] = -np.pi / 2
+    ranges = [(l % (n_qubits - 1)) + 1 if n_qubits > 1 else 0 for l in range(layers)]
+
+    def one(state, m, w):  # state (R, 2, ..., 2); m (R, 2, 2)
+        r = state.shape[0]
+        v = state.reshape(r, 2 ** w, 2, 2 ** (n_qubits - 1 - w))
+        return np.einsum("rij,rljk->rlik", m, v).reshape(state.shape)
+
+    def cnot(state, c, t):
+        out = state.copy()
+        i0 = [slice(None)] * state.ndim
+        i0[1 + c] = 1
+        a, b = list(i0), list(i0)
+        a[1 + t], b[1 + t] = 0, 1
+        out[tuple(a)], out[tuple(b)] = state[tuple(b)], state[tuple(a)]
+        return out
+
+    def rot(phi, theta, omega):
+        c, s_ = np.cos(theta / 2), np.sin(theta / 2)
+        m = np.empty((len(phi), 2, 2), dtype=complex)
+        m[:, 0, 0] = np.exp(-0.5j * (phi + omega)) * c
+        m[:, 0, 1] = -np.exp(0.5j * (phi - omega)) * s_
+        m[:, 1, 0] = np.exp(-0.5j * (phi - omega)) * s_
+        m[:, 1, 1] = np.exp(0.5j * (phi + omega)) * c
+        return m
+
+    def step():
+        nonlocal weights
+        n_c, b = offsets.shape[0], len(xs)
+        params = (weights.reshape(-1)[None, :] + offsets)  # (C, P)
+        rows = n_c * b
+        state = np.zeros((rows, 2 ** n_qubits), dtype=complex)
+        state[:, 0] = 1.0
+        state = state.reshape(rows, *[2] * n_qubits)
+        for q in range(n_qubits):  # RY(x_q), the same in every circuit
+            t = np.tile(xs[:, q], n_c)
+            c, s_ = np.cos(t / 2), np.sin(t / 2)
+            m = np.stack([np.stack([c, -s_], -1), np.stack([s_, c], -1)], -2).astype(complex)
+            state = one(state, m, q)
+        w = params.reshape(n_c, layers, n_qubits, 3)
+        for layer in range(layers):
+            for q in range(n_qubits):
+                angles = [np.repeat(w[:, layer, q, k], b) for k in range(3)]
+                state = one(state, rot(*angles), q)
+            if n_qubits > 1:
+                for q in range(n_qubits):
+                    state = cnot(state, q, (q + ranges[layer]) % n_qubits)
+        p0 = (np.abs(state[:, 0]) ** 2).reshape(rows, -1).sum(axis=1)
+        expval = 2 * p0 - 1
+        est = 2 * rng.binomial(shots, (1 + expval) / 2) / shots - 1
+        est = est.reshape(n_c, b)
+        jac = (est[1::2] - est[2::2]).T / 2  # (B, P)
+        grads = -ys[:, None] * jac
+        norms = np.linalg.norm(grads, axis=1)
+        grads *= np.minimum(1.0, 1.0 / np.maximum(norms, 1e-12))[:, None]
+        noisy = grads.sum(axis=0) + rng.normal(0.0, 1.0, n_p)
+        weights = weights - 0.1 * (noisy / b).reshape(weights.shape)
+
+    return step
+
+
 def run_step_config(devname, n_qubits, layers, shots, batch, repeats, seed=0,
                     alternative=False):
     """Median seconds of the steps, alternated ``repeats`` times in this process.
@@ -244,6 +320,7 @@ def run_step_config(devname, n_qubits, layers, shots, batch, repeats, seed=0,
         steps["private_analytic"] = _private_step_fn(devname, n_qubits, layers, None, x, y,
                                                      seed, False)
         steps["opacus_backprop"] = _opacus_backprop_step_fn(n_qubits, layers, x, y, seed)
+        steps["numpy_limit"] = _numpy_limit_step_fn(n_qubits, layers, shots, x, y, seed)
     if n_qubits < _NO_WARMUP_QUBITS:
         for step in steps.values():
             step()
@@ -271,8 +348,13 @@ def run_step_config(devname, n_qubits, layers, shots, batch, repeats, seed=0,
                                        strict=True)]
         ratio_an = [a / p for a, p in zip(times["opacus_backprop"], times["private_analytic"],
                                           strict=True)]
+        to_numpy = [p / n for p, n in zip(times["private_exact_law"], times["numpy_limit"],
+                                          strict=True)]
         row.update(private_analytic_s=med["private_analytic"],
                    opacus_backprop_s=med["opacus_backprop"],
+                   numpy_limit_s=med["numpy_limit"],
+                   exact_law_over_numpy=statistics.median(to_numpy),
+                   exact_law_over_numpy_range=[min(to_numpy), max(to_numpy)],
                    backprop_over_exact_law=statistics.median(ratio),
                    backprop_over_exact_law_range=[min(ratio), max(ratio)],
                    backprop_over_analytic=statistics.median(ratio_an),
@@ -294,8 +376,9 @@ STEP_COLUMNS = ["device", "qubits", "batch", "shots", "repeats", "param_shift_s"
                 "private_device_s", "private_exact_law_s", "device_over_param_shift",
                 "exact_law_over_param_shift", "exact_law_speedup"]
 #: Columns of ``--step --alternative`` (default.qubit rows).
-ALTERNATIVE_COLUMNS = ["private_analytic_s", "opacus_backprop_s", "backprop_over_exact_law",
-                       "backprop_over_analytic"]
+ALTERNATIVE_COLUMNS = ["private_analytic_s", "opacus_backprop_s", "numpy_limit_s",
+                       "backprop_over_exact_law", "backprop_over_analytic",
+                       "exact_law_over_numpy"]
 
 
 # A private step of an older version of the library (issue #12's "today's library"): its

@@ -381,19 +381,29 @@ def section_step(out, lines):
             "`backprop_over_exact_law` and `backprop_over_analytic` are its time over the "
             "private step's (above 1: the private step is faster). The exact-law step is "
             "shot-faithful (2P + 1 circuits per example, P weights); the alternative and "
-            "the analytic route are not.\n")
+            "the analytic route are not. `numpy_limit_s` is the same exact-law work written "
+            "by hand in numpy (`_numpy_limit_step_fn`: one batched state vector of the forward "
+            "and shifted circuits of every example, 2×2 products and index swaps, binomial "
+            "draws, clipping, noise, update; no PennyLane, torch or Opacus), and "
+            "`exact_law_over_numpy` the private exact-law step's time over it.\n")
         spread = [{"qubits": r["qubits"], "rounds": r["repeats"],
                    "backprop / exact-law step": f"{r['backprop_over_exact_law']:.2f} "
                    f"[{r['backprop_over_exact_law_range'][0]:.2f}, "
                    f"{r['backprop_over_exact_law_range'][1]:.2f}]",
                    "backprop / analytic step": f"{r['backprop_over_analytic']:.2f} "
                    f"[{r['backprop_over_analytic_range'][0]:.2f}, "
-                   f"{r['backprop_over_analytic_range'][1]:.2f}]"}
+                   f"{r['backprop_over_analytic_range'][1]:.2f}]",
+                   "exact-law step / numpy": (
+                       f"{r['exact_law_over_numpy']:.2f} "
+                       f"[{r['exact_law_over_numpy_range'][0]:.2f}, "
+                       f"{r['exact_law_over_numpy_range'][1]:.2f}]"
+                       if "exact_law_over_numpy_range" in r else "–")}
                   for r in data["rows"] if "backprop_over_analytic_range" in r]
         if spread:
             lines.append("Per-round ratios, median [min, max] over the alternated rounds:\n")
             lines.append(table(spread, ["qubits", "rounds", "backprop / exact-law step",
-                                        "backprop / analytic step"]) + "\n")
+                                        "backprop / analytic step", "exact-law step / numpy"])
+                         + "\n")
     cross = data.get("crossover_qubits", {})
     if cross:
         lines.append("lightning.qubit is faster than default.qubit from "

@@ -62,6 +62,9 @@ from ._shift_plan import (
     shifted_tapes,
     unbroadcast,
 )
+from ._structure import flat_weights, replay, structure_key
+from ._structure import lookup as lookup_structure
+from ._structure import record as record_structure
 from .private_qnode import check_private_qnode
 from .routes import choose_route
 
@@ -283,6 +286,48 @@ def _prepare(layer, inputs: torch.Tensor, input_grad: bool) -> _Prepared:
     w_leaves = [layer.qnode_weights[k].detach().double().requires_grad_(True) for k in names]
     x_leaf = inputs.detach().double().requires_grad_(True)
     kwargs = {layer.input_arg: x_leaf, **dict(zip(names, w_leaves, strict=True))}
+    # The expanded tape of a structure seen before is replayed from the leaves' values
+    # (module _structure: only where it provably equals the full construction).
+    raw = qml.tape.make_qscript(qnode.func, shots=qnode.shots)(**kwargs)
+    skey = structure_key(qnode, raw, [x_leaf, *w_leaves], input_grad)
+    x_np = x_leaf.detach().numpy()
+    kept = lookup_structure(layer, skey)
+    if kept is not None:
+        np_params = replay(kept, x_np, flat_weights(w_leaves))
+        deps = kept.deps
+        fwd = kept.template.bind_new_parameters(np_params, list(range(len(np_params))))
+        tape = fwd
+    else:
+        tape = _expanded_tape(qnode, kwargs)
+        params = tape.get_parameters(trainable_only=False)
+        deps = param_dependencies(params, x_leaf, w_leaves)
+        np_params = [np.asarray(p.detach().numpy() if isinstance(p, torch.Tensor) else p)
+                     for p in params]
+        # Broadcast tapes with batch size 1 keep their batch axis; an unbroadcast tape
+        # (every gate parameter scalar) is evaluated once and shared by the batch.
+        fwd = tape.bind_new_parameters(np_params, list(range(len(np_params))))
+
+        def build(x2, w2):
+            # leaves that require grad, as here: the expansion depends on trainability
+            kw2 = {layer.input_arg: torch.as_tensor(x2).requires_grad_(True),
+                   **{k: w.requires_grad_(True) for k, w in zip(names, w2, strict=True)}}
+            params2 = _expanded_tape(qnode, kw2).get_parameters(trainable_only=False)
+            np2 = [np.asarray(p.detach().numpy() if isinstance(p, torch.Tensor) else p)
+                   for p in params2]
+            return np2, fwd.bind_new_parameters(np2, list(range(len(np2))))
+
+        record_structure(layer, skey, params, deps, fwd, x_np, w_leaves, build)
+    w_idx = [i for i, (_, row, _) in enumerate(deps) if row is not None]
+    x_idx = [i for i, (on_x, _, _) in enumerate(deps) if on_x] if input_grad else []
+    broadcast = {i for i, (on_x, _, _) in enumerate(deps) if on_x}
+    check_layer_measurements(tape)
+    single_output = len(tape.measurements) == 1 and scalar_measurements(tape)[0]
+    return _Prepared(qnode, tape, fwd, np_params, deps, sorted(w_idx + x_idx), w_idx, x_idx,
+                     broadcast, w_leaves, batch, key, bad, single_output)
+
+
+def _expanded_tape(qnode, kwargs) -> qml.tape.QuantumScript:
+    """The QNode's one tape at PennyLane's ``"gradient"`` level, expanded for the transform."""
     tapes, _ = qml.workflow.construct_batch(qnode, level="gradient")(**kwargs)
     if len(tapes) != 1:
         raise NotImplementedError(
@@ -294,20 +339,7 @@ def _prepare(layer, inputs: torch.Tensor, input_grad: bool) -> _Prepared:
         raise NotImplementedError(
             f"Shot vectors are not supported for per-example gradients (found {tape.shots})."
         )
-    params = tape.get_parameters(trainable_only=False)
-    deps = param_dependencies(params, x_leaf, w_leaves)
-    w_idx = [i for i, (_, row, _) in enumerate(deps) if row is not None]
-    x_idx = [i for i, (on_x, _, _) in enumerate(deps) if on_x] if input_grad else []
-    broadcast = {i for i, (on_x, _, _) in enumerate(deps) if on_x}
-    check_layer_measurements(tape)
-    single_output = len(tape.measurements) == 1 and scalar_measurements(tape)[0]
-    np_params = [np.asarray(p.detach().numpy() if isinstance(p, torch.Tensor) else p)
-                 for p in params]
-    # Broadcast tapes with batch size 1 keep their batch axis; an unbroadcast tape (every
-    # gate parameter scalar) is evaluated once and shared by the batch.
-    fwd = tape.bind_new_parameters(np_params, list(range(len(np_params))))
-    return _Prepared(qnode, tape, fwd, np_params, deps, sorted(w_idx + x_idx), w_idx, x_idx,
-                     broadcast, w_leaves, batch, key, bad, single_output)
+    return tape
 
 
 def gradient_route(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,

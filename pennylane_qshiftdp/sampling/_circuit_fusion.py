@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pennylane as qml
 
-__all__ = ["fuse_single_qubit", "light_cone", "one_qubit_matrix"]
+__all__ = ["fuse_single_qubit", "light_cone", "matmul_2x2", "one_qubit_matrix"]
 
 def light_cone(operations, measurements) -> list:
     r"""The operations in the backward light cone of the measured wires.
@@ -43,7 +43,7 @@ def fuse_single_qubit(operations) -> list:
     A run :math:`U_1, \dots, U_k` (:math:`k \ge 2`) becomes :math:`U_k \cdots U_1`, placed
     where the run ends; it commutes with the gates in between, which act on other wires. The
     product is computed for all batch elements at once (:func:`one_qubit_matrix`,
-    :func:`_matmul_2x2`), so a broadcast simulator applies one gate instead of :math:`k` (the
+    :func:`matmul_2x2`), so a broadcast simulator applies one gate instead of :math:`k` (the
     embedding rotation and the first trainable rotation of a layered model become one).
     Single gates, gates whose parameters are not numpy arrays, and gates without a matrix
     (channels, measurements) are kept as they are.
@@ -61,7 +61,7 @@ def fuse_single_qubit(operations) -> list:
         mat = one_qubit_matrix(run[0])
         for op in run[1:]:
             m = one_qubit_matrix(op)
-            mat = _matmul_2x2(m, mat)
+            mat = matmul_2x2(m, mat)
         out.append(qml.QubitUnitary(mat, wires=run[0].wires, unitary_check=False))
 
     for op in operations:
@@ -77,7 +77,7 @@ def fuse_single_qubit(operations) -> list:
     return out
 
 
-def _matmul_2x2(a, b):
+def matmul_2x2(a, b):
     """``a @ b`` for (stacks of) 2x2 matrices, entry by entry: numpy's matmul and einsum loop
     over the stack one tiny product at a time."""
     shape = np.broadcast_shapes(a.shape, b.shape)
@@ -104,15 +104,19 @@ def _rotation_matrix(theta, generator):
     return m
 
 
-def one_qubit_matrix(op) -> np.ndarray:
+def one_qubit_matrix(op, data=None) -> np.ndarray:
     """The (broadcast) matrix of a single-qubit gate, ``(2, 2)`` or ``(batch, 2, 2)``: closed
     forms for RX, RY, RZ and Rot (PennyLane's conventions, checked against
     :meth:`~pennylane.operation.Operator.matrix` in the tests), PennyLane's matrix otherwise.
+    With ``data``, the matrix of the same gate with the parameters ``data`` instead of its own.
     """
+    params = op.data if data is None else data
     if type(op) in (qml.RX, qml.RY, qml.RZ):
-        return _rotation_matrix(np.asarray(op.data[0], dtype=float), op.name[-1])
+        return _rotation_matrix(np.asarray(params[0], dtype=float), op.name[-1])
     if type(op) is qml.Rot:  # RZ(omega) RY(theta) RZ(phi)
-        return _rot_matrix(*(np.asarray(d, dtype=float) for d in op.data))
+        return _rot_matrix(*(np.asarray(d, dtype=float) for d in params))
+    if data is not None:
+        op = qml.ops.functions.bind_new_parameters(op, list(data))
     return np.asarray(op.matrix(), dtype=complex)
 
 

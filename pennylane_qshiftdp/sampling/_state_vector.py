@@ -19,9 +19,10 @@ from pennylane.devices.qubit import apply_operation, create_initial_state
 from pennylane.devices.qubit.sampling import get_num_shots_and_executions
 from pennylane.measurements import ExpectationMP, ProbabilityMP, VarianceMP
 
-from ._circuit_fusion import one_qubit_matrix
+from ._circuit_fusion import light_cone, matmul_2x2, one_qubit_matrix
 
-__all__ = ["apply_gate", "evolve", "one_qubit", "simulate_tapes", "track_execution"]
+__all__ = ["apply_gate", "evolve", "one_qubit", "record_executions", "simulate_stacked",
+           "simulate_tapes", "track_execution"]
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -86,20 +87,25 @@ def apply_gate(op, states: np.ndarray, *, inverse: bool = False) -> np.ndarray:
             m = np.conj(np.swapaxes(m, -1, -2))
         return one_qubit(states, m, int(op.wires[0]))
     if op.name in ("CNOT", "CZ"):
-        c, t = (2 + int(w) for w in op.wires)
-        out = states.copy()
-        sel: list = [slice(None)] * states.ndim
-        sel[c] = 1
-        if op.name == "CNOT":
-            a0, a1 = list(sel), list(sel)
-            a0[t], a1[t] = 0, 1
-            out[tuple(a0)], out[tuple(a1)] = states[tuple(a1)], states[tuple(a0)]
-        else:
-            sel[t] = 1
-            out[tuple(sel)] = -states[tuple(sel)]
-        return out
+        return _controlled_flip(states, op.name, *(int(w) for w in op.wires))
     gate = op.adjoint() if inverse else op
     return np.stack([apply_operation(gate, s, is_state_batched=True) for s in states])
+
+
+def _controlled_flip(states: np.ndarray, name: str, control: int, target: int) -> np.ndarray:
+    """CNOT (an index swap) or CZ (a sign flip) on every state of ``states``."""
+    c, t = 2 + control, 2 + target
+    out = states.copy()
+    sel: list = [slice(None)] * states.ndim
+    sel[c] = 1
+    if name == "CNOT":
+        a0, a1 = list(sel), list(sel)
+        a0[t], a1[t] = 0, 1
+        out[tuple(a0)], out[tuple(a1)] = states[tuple(a1)], states[tuple(a0)]
+    else:
+        sel[t] = 1
+        out[tuple(sel)] = -states[tuple(sel)]
+    return out
 
 
 def evolve(operations, num_wires: int, batch: int | None) -> np.ndarray:
@@ -192,12 +198,111 @@ def track_execution(device, tapes, results) -> None:
     """Record ``tapes`` on ``device.tracker`` as default.qubit's own execution does
     (``batches``, then per tape ``simulations``, ``executions`` and ``results``), so
     :class:`pennylane.Tracker` counts circuits run by :func:`simulate_tapes` the same way."""
+    if device.tracker.active:
+        record_executions(device, [(get_num_shots_and_executions(tape)[0], result)
+                                   for tape, result in zip(tapes, results, strict=True)])
+
+
+def record_executions(device, entries) -> None:
+    """Record one batch of simulations on ``device.tracker``, per simulated tape its
+    ``(executions, result)`` (see :func:`track_execution`)."""
     tracker = device.tracker
     if not tracker.active:
         return
     tracker.update(batches=1)
     tracker.record()
-    for tape, result in zip(tapes, results, strict=True):
-        executions, _ = get_num_shots_and_executions(tape)
+    for executions, result in entries:
         tracker.update(simulations=1, executions=executions, results=result)
         tracker.record()
+
+
+# ------------------------------------------------------------- merged circuits, operator-free
+# The circuits of a merged evaluation (the template's gates, parameters stacked along the batch
+# axis) are simulated from the stacked arrays directly: no PennyLane operator is built for the
+# one- and two-qubit gates the kernels cover (building thousands-wide broadcast operators and
+# the merged tape cost as much as simulating them at 4 qubits). The circuit is the same as
+# ``merged_tapes`` builds: the light cone of the measured wires, runs of one-qubit gates fused
+# (their product applied where the run ends), the wires that remain numbered 0..m-1.
+
+
+def _numeric(values) -> bool:
+    return all(isinstance(v, (np.ndarray, np.generic, float, int)) for v in values)
+
+
+def simulate_stacked(template, stacked, rows: slice, measurements) -> tuple | None:
+    """Analytic values of ``measurements`` for the batch rows ``rows`` of circuits that are
+    ``template``'s gates with the parameters ``stacked`` (per operation ``None`` or, per
+    parameter, ``None`` or an array with one row per circuit and batch element, as
+    :func:`~pennylane_qshiftdp.sampling.merging.stacked_parameters` returns).
+
+    Returns:
+        ``(values, broadcast)``: per measurement, its values with one leading row per batch
+        row of ``rows``, as :func:`simulate_tapes` returns them for the merged tape, or, when no
+        kept gate is broadcast (``broadcast`` false; an unbroadcast merged tape), one row shared
+        by all of them. ``None`` where the kernels do not cover a gate or measurement (the
+        caller then builds the merged tape), and for ``probs()`` of all wires (whose wire order
+        is the tape's).
+    """
+    mps = list(measurements)
+    if any(not len(mp.wires) for mp in mps) or any(
+            not (isinstance(mp, ProbabilityMP) and mp.mv is None)
+            and not _observable_measurement(mp) for mp in mps):
+        return None
+    ops = list(template.operations)
+    if not all(_gate_supported(op) for op in ops):
+        return None
+    kept_ids = {id(op) for op in light_cone(ops, mps)}
+    gates = []
+    for op, new in zip(ops, stacked, strict=True):
+        if id(op) not in kept_ids:
+            continue
+        data = op.data if new is None else [op.data[j] if d is None else d[rows]
+                                            for j, d in enumerate(new)]
+        if not _numeric(data):
+            return None
+        gates.append((op, data, new is not None))
+    wires = qml.wires.Wires.all_wires([op.wires for op, _, _ in gates]
+                                      + [mp.wires for mp in mps])
+    wire_map = {w: i for i, w in enumerate(wires)}
+    # Stacked arrays have one row per batch row; gates that keep their own parameters are
+    # unbroadcast (stacked_parameters), so with none moved one state serves every row.
+    broadcast = any(moved for _, _, moved in gates)
+    width = rows.stop - rows.start if broadcast else 1
+    states = np.zeros((1, width, 2 ** max(len(wires), 1)), dtype=np.complex128)
+    states[:, :, 0] = 1.0
+    states = states.reshape(1, width, *([2] * max(len(wires), 1)))
+    pending: dict = {}  # wire -> one-qubit matrices not yet applied (in circuit order)
+
+    def flush(w):
+        run = pending.pop(w, None)
+        if not run:
+            return states
+        mat = run[0]
+        for m in run[1:]:
+            mat = matmul_2x2(m, mat)
+        return one_qubit(states, mat, w)
+
+    for op, data, moved in gates:
+        mapped = [wire_map[w] for w in op.wires]
+        if len(mapped) == 1:
+            pending.setdefault(mapped[0], []).append(
+                one_qubit_matrix(op, data if moved else None))
+            continue
+        for w in mapped:
+            states = flush(w)
+        if op.name in ("CNOT", "CZ"):
+            states = _controlled_flip(states, op.name, *mapped)
+            continue
+        gate = qml.ops.functions.bind_new_parameters(op, data) if moved else op
+        if gate.batch_size != (width if moved else None):
+            return None  # the gate does not broadcast (as merged_tapes declines it)
+        states = apply_gate(gate.map_wires(wire_map), states)
+    for w in list(pending):
+        states = flush(w)
+    values = []
+    for mp in mps:
+        v = _measure(mp.map_wires(wire_map), states[0])
+        if v is None:
+            return None
+        values.append(v)
+    return values, broadcast

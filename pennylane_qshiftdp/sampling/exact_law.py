@@ -19,12 +19,19 @@ from collections.abc import Sequence
 
 import numpy as np
 import pennylane as qml
+from pennylane.devices.qubit.sampling import get_num_shots_and_executions
 
-from ._state_vector import simulate_tapes, track_execution
+from ._state_vector import (
+    record_executions,
+    simulate_stacked,
+    simulate_tapes,
+    track_execution,
+)
 from .draws import read_group, shot_groups
 from .merging import (
     MAX_MERGED_AMPLITUDES,
     broadcasts_natively,
+    circuits_per_chunk,
     fuses_gates,
     merged_tapes,
     stacked_from_offsets,
@@ -155,6 +162,8 @@ def _execute(template, param_sets, device, max_amplitudes=MAX_MERGED_AMPLITUDES,
     beff = batch or 1
 
     chunks = None
+    per_group: list[list[np.ndarray]] = [[] for _ in analytic_mps]
+    direct = None
     if tapes is None and broadcasts_natively(device):
         if offsets is not None:
             n_circ = len(np.asarray(offsets[0])) if offsets else 1
@@ -162,29 +171,34 @@ def _execute(template, param_sets, device, max_amplitudes=MAX_MERGED_AMPLITUDES,
         else:
             n_circ = len(param_sets)
             stacked = stacked_parameters(template, param_sets, beff)
-        chunks = merged_tapes(template, stacked, n_circ, analytic_mps, max_amplitudes,
-                               fuse=fuses_gates(device))
-    if chunks is None and tapes is None and param_sets is None:
-        base = template.get_parameters(trainable_only=False)
-        n_circ = len(np.asarray(offsets[0])) if offsets else 1
-        param_sets = [[b + np.asarray(o)[c] for b, o in zip(base, offsets, strict=True)]
-                      for c in range(n_circ)]
-    if chunks is None and tapes is None:
-        indices = list(range(len(param_sets[0])))
-        tapes = [template.bind_new_parameters(ps, indices) for ps in param_sets]
-    if chunks is None:  # one analytic copy per circuit
-        chunks = [(t.copy(measurements=analytic_mps, shots=None), 1) for t in tapes]
-    num = sum(c[1] for c in chunks)
-    results = _run(device, [c[0] for c in chunks])
-
-    per_group: list[list[np.ndarray]] = [[] for _ in analytic_mps]
-    for (tape, n_circuits), res in zip(chunks, results, strict=True):
-        n_rows = n_circuits * beff
-        for g, r in enumerate(_as_rows(res, len(analytic_mps))):
-            arr = np.asarray(qml.math.toarray(r), dtype=float)
-            arr = arr.reshape(n_rows, *arr.shape[1:]) if tape.batch_size is not None else \
-                np.broadcast_to(arr, (n_rows, *arr.shape))
-            per_group[g].append(arr)
+        if type(device) is qml.devices.DefaultQubit and stacked is not None:
+            direct = _run_stacked(device, template, stacked, n_circ, analytic_mps,
+                                  max_amplitudes, per_group)
+        if direct is None:
+            chunks = merged_tapes(template, stacked, n_circ, analytic_mps, max_amplitudes,
+                                   fuse=fuses_gates(device))
+    if direct is not None:
+        num = direct
+    else:
+        if chunks is None and tapes is None and param_sets is None:
+            base = template.get_parameters(trainable_only=False)
+            n_circ = len(np.asarray(offsets[0])) if offsets else 1
+            param_sets = [[b + np.asarray(o)[c] for b, o in zip(base, offsets, strict=True)]
+                          for c in range(n_circ)]
+        if chunks is None and tapes is None:
+            indices = list(range(len(param_sets[0])))
+            tapes = [template.bind_new_parameters(ps, indices) for ps in param_sets]
+        if chunks is None:  # one analytic copy per circuit
+            chunks = [(t.copy(measurements=analytic_mps, shots=None), 1) for t in tapes]
+        num = sum(c[1] for c in chunks)
+        results = _run(device, [c[0] for c in chunks])
+        for (tape, n_circuits), res in zip(chunks, results, strict=True):
+            n_rows = n_circuits * beff
+            for g, r in enumerate(_as_rows(res, len(analytic_mps))):
+                arr = np.asarray(qml.math.toarray(r), dtype=float)
+                arr = arr.reshape(n_rows, *arr.shape[1:]) if tape.batch_size is not None \
+                    else np.broadcast_to(arr, (n_rows, *arr.shape))
+                per_group[g].append(arr)
 
     values: list = [None] * len(mps)
     if groups is None:
@@ -202,6 +216,40 @@ def _execute(template, param_sets, device, max_amplitudes=MAX_MERGED_AMPLITUDES,
         row = [v[t] if batch else v[t, 0] for v in values]
         out.append(row[0] if len(row) == 1 else tuple(row))
     return out
+
+
+def _run_stacked(device, template, stacked, n_circ, measurements, max_amplitudes,
+                 per_group) -> int | None:
+    """The merged circuits simulated from their stacked parameters without building tapes
+    (:func:`~pennylane_qshiftdp.sampling._state_vector.simulate_stacked`, default.qubit only),
+    chunked as :func:`merged_tapes` chunks them and recorded on the device's tracker as the
+    merged tapes would be; appends each measurement's rows to ``per_group`` and returns the
+    number of circuits, or ``None`` (nothing appended or recorded) where the kernels decline."""
+    beff = template.batch_size or 1
+    step = circuits_per_chunk(template, max_amplitudes)
+    chunks = []
+    for start in range(0, n_circ, step):
+        stop = min(start + step, n_circ)
+        done = simulate_stacked(template, stacked, slice(start * beff, stop * beff),
+                                measurements)
+        if done is None:
+            return None
+        chunks.append((stop - start, *done))
+    if device.tracker.active:
+        executions = get_num_shots_and_executions(
+            qml.tape.QuantumScript([], measurements, shots=None))[0]
+        entries = []
+        for n_circuits, values, broadcast in chunks:
+            # an unbroadcast merged tape: one execution, results without the batch axis
+            result = values if broadcast else [v[0] for v in values]
+            entries.append((executions * (n_circuits * beff if broadcast else 1),
+                            result[0] if len(result) == 1 else tuple(result)))
+        record_executions(device, entries)
+    for n_circuits, values, _ in chunks:
+        n_rows = n_circuits * beff
+        for g, v in enumerate(values):
+            per_group[g].append(np.broadcast_to(v, (n_rows, *v.shape[1:])))
+    return n_circ
 
 
 def _run(device, tapes) -> list:

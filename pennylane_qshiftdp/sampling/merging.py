@@ -149,6 +149,13 @@ def fuses_gates(device) -> bool:
     return type(device) in (qml.devices.DefaultQubit, qml.devices.DefaultMixed)
 
 
+def circuits_per_chunk(template, max_amplitudes: int) -> int:
+    """How many circuits of ``template`` one merged broadcast tape runs: as many as fit in
+    ``max_amplitudes`` amplitudes (batch × 2^wires each), at least one."""
+    per_circuit = (template.batch_size or 1) * 2 ** max(len(template.wires), 1)
+    return max(1, max_amplitudes // per_circuit)
+
+
 def merged_tapes(template, stacked, num_circuits, measurements, max_amplitudes, *,
                   fuse=False):
     """Analytic broadcast tapes running ``num_circuits`` circuits (their parameters
@@ -159,8 +166,7 @@ def merged_tapes(template, stacked, num_circuits, measurements, max_amplitudes, 
     beff = template.batch_size or 1
     if stacked is None:
         return None
-    per_circuit = beff * 2 ** max(len(template.wires), 1)
-    rows = max(1, max_amplitudes // per_circuit)
+    rows = circuits_per_chunk(template, max_amplitudes)
     chunks = []
     for start in range(0, num_circuits, rows):
         stop = min(start + rows, num_circuits)

@@ -914,14 +914,16 @@ def test_analytic_step_runs_merged_broadcast_tapes(measurement, route, monkeypat
     """shots=None on default.qubit, parameter-shift route: the forward and shifted circuits of
     the whole batch run as merged broadcast tapes, one ``qml.execute`` of one tape per group of
     circuits with the same measurements (one group for expval/probs; two for var, whose shifted
-    circuits measure expval), run by the batched state-vector kernels (``simulate_tapes``; on
-    default.qubit they stand in for ``qml.execute``); the automatic route of expval is the
-    adjoint sweep, which runs neither. Either way the per-example gradients are those of
-    backprop one example at a time."""
+    circuits measure expval), run by the batched state-vector kernels (on default.qubit they
+    stand in for ``qml.execute``: ``simulate_stacked`` runs a merged tape from its stacked
+    parameters without building it, ``simulate_tapes`` a built one); the automatic route of
+    expval is the adjoint sweep, which runs none of them. Either way the per-example gradients
+    are those of backprop one example at a time."""
     from pennylane_qshiftdp.sampling import exact_law
 
     calls = []
-    real, real_sim = qml.execute, exact_law.simulate_tapes
+    real, real_sim, real_stacked = qml.execute, exact_law.simulate_tapes, \
+        exact_law.simulate_stacked
 
     def spy(tapes, *args, **kwargs):
         calls.append(len(tapes))
@@ -931,15 +933,21 @@ def test_analytic_step_runs_merged_broadcast_tapes(measurement, route, monkeypat
         calls.append(len(tapes))
         return real_sim(tapes)
 
+    def spy_stacked(*args):
+        calls.append(1)  # one merged tape
+        return real_stacked(*args)
+
     model = Model("alone", measurement, qs.param_shift)
     qs.qnn.routes.set_gradient_route(model, route)
     ref = _reference_model(model, "alone", measurement)
     x, c = _inputs("alone", 6), _coeffs(64)
     monkeypatch.setattr(qml, "execute", spy)
     monkeypatch.setattr(exact_law, "simulate_tapes", spy_sim)
+    monkeypatch.setattr(exact_law, "simulate_stacked", spy_stacked)
     ours = _grad_samples(model, x, c, "sum")
     monkeypatch.setattr(qml, "execute", real)
     monkeypatch.setattr(exact_law, "simulate_tapes", real_sim)
+    monkeypatch.setattr(exact_law, "simulate_stacked", real_stacked)
     if measurement == "expval" and route == "auto":
         assert calls == []  # the adjoint route
     else:

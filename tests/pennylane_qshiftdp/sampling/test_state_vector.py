@@ -102,3 +102,89 @@ def test_tracker_counts_as_the_device_does():
         track_execution(dev, tapes, simulate_tapes(tapes))
     for key in ("batches", "simulations", "executions"):
         assert ours.totals[key] == reference.totals[key]
+
+
+# ------------------------------------------------ merged circuits from stacked parameters
+
+
+def _offsets(template, n_circuits: int, seed: int) -> list:
+    """Random offsets (C circuits, one per circuit, shared by the batch) of every rotation
+    angle of ``template``; zero for the first circuit (the forward one), for matrices and for
+    the observables' parameters."""
+    rng = np.random.default_rng(seed)
+    n_op = sum(len(op.data) for op in template.operations)
+    scalar = 0 if template.batch_size is None else 1
+    out = []
+    for k, p in enumerate(template.get_parameters(trainable_only=False)):
+        if k >= n_op or np.ndim(p) > scalar:  # observables, matrices: unchanged
+            shape = np.shape(p)[scalar:] if k < n_op else np.shape(p)
+            out.append(np.zeros((n_circuits, *shape)))
+            continue
+        off = rng.uniform(-2, 2, n_circuits)
+        off[0] = 0.0
+        out.append(off)
+    return out
+
+
+@pytest.mark.parametrize("batch", [None, 1, 3])
+@pytest.mark.parametrize("which", sorted(set(MEASUREMENTS) - {"probs all"}))
+@pytest.mark.parametrize("seed", range(3))
+def test_stacked_circuits_equal_each_circuit_run_by_pennylane(seed, which, batch):
+    """``execute_offsets(analytic=True)`` on default.qubit simulates the merged circuits from
+    their stacked parameters (``simulate_stacked``: light cone, fusion, kernels, no operator
+    built); every circuit's values equal PennyLane's execution of that circuit alone, and the
+    device's tracker counts what the merged tapes would have counted."""
+    from pennylane_qshiftdp.sampling import exact_law
+
+    template = _random_tape(seed, 3, batch, MEASUREMENTS[which]())
+    offsets = _offsets(template, 4, seed)
+    dev = qml.device("default.qubit", wires=3)
+    used = []
+    real = exact_law.simulate_stacked
+
+    def spy(*args):
+        out = real(*args)
+        used.append(out is not None)
+        return out
+
+    exact_law.simulate_stacked = spy
+    try:
+        with qml.Tracker(dev) as ours:
+            got = exact_law.execute_offsets(template, offsets, dev, analytic=True)
+    finally:
+        exact_law.simulate_stacked = real
+    assert used and all(used)
+    base = template.get_parameters(trainable_only=False)
+    for c in range(4):
+        circuit = template.bind_new_parameters(
+            [b + o[c] for b, o in zip(base, offsets, strict=True)], list(range(len(base))))
+        (expected,) = qml.execute([circuit], dev, diff_method=None)
+        pairs = zip(got[c], expected, strict=True) if isinstance(expected, tuple) \
+            else [(got[c], expected)]
+        for g, e in pairs:
+            assert np.shape(g) == np.shape(e)
+            np.testing.assert_allclose(g, e, atol=1e-12, rtol=0)
+    exact_law.simulate_stacked = lambda *args: None  # the merged tapes, built
+    try:
+        with qml.Tracker(dev) as built:
+            exact_law.execute_offsets(template, offsets, dev, analytic=True)
+    finally:
+        exact_law.simulate_stacked = real
+    for key in ("batches", "simulations", "executions"):
+        assert ours.totals[key] == built.totals[key], key
+
+
+def test_stacked_declines_what_merged_tapes_cannot_broadcast():
+    """A gate whose rebound copy does not broadcast (a MultiRZ whose batch size was read
+    before: the copy keeps it) is declined, as ``merged_tapes`` declines it; ``probs()`` of
+    all wires too (the tape's wire order)."""
+    from pennylane_qshiftdp.sampling._state_vector import simulate_stacked
+
+    multi = qml.MultiRZ(0.2, wires=[0, 1])
+    assert multi.batch_size is None
+    template = qml.tape.QuantumScript([qml.RX(0.3, 0), multi], [qml.expval(qml.Z(0))])
+    stacked = [[np.array([0.3, 0.5])], [np.array([0.2, 0.9])]]
+    assert simulate_stacked(template, stacked, slice(0, 2), template.measurements) is None
+    fine = [[np.array([0.3, 0.5])], None]
+    assert simulate_stacked(template, fine, slice(0, 2), template.measurements) is not None
+    assert simulate_stacked(template, fine, slice(0, 2), [qml.probs()]) is None
