@@ -228,7 +228,8 @@ def _numpy_limit_step_fn(n_qubits, layers, shots, x, y, seed):
     """The machine's limit for the same work, written by hand in numpy: the forward circuit
     and the 2P shifted circuits of every example (Y angle embedding, PennyLane's
     ``StronglyEntanglingLayers`` with its default ranges, ⟨Z0⟩) as one batched state vector,
-    one 2×2 product per rotation and an index swap per CNOT (no PennyLane, no torch), Ns-shot
+    one batched 2×2 product per rotation (the embedding fused into the first ``Rot``) and an
+    index swap per CNOT (no PennyLane, no torch; no light cone), Ns-shot
     estimates drawn from each circuit's exact law, per-example parameter-shift gradients of the
     linear loss, clipping, Gaussian noise and an SGD update."""
     rng = np.random.default_rng(seed)
@@ -242,10 +243,16 @@ def _numpy_limit_step_fn(n_qubits, layers, shots, x, y, seed):
     offsets[2::2][np.arange(n_p), np.arange(n_p)] = -np.pi / 2
     ranges = [(l % (n_qubits - 1)) + 1 if n_qubits > 1 else 0 for l in range(layers)]
 
-    def one(state, m, w):  # state (R, 2, ..., 2); m (R, 2, 2)
+    def one(state, m, w):  # state (R, 2, ..., 2); m (R, 2, 2): batched 2x2 products
         r = state.shape[0]
-        v = state.reshape(r, 2 ** w, 2, 2 ** (n_qubits - 1 - w))
-        return np.einsum("rij,rljk->rlik", m, v).reshape(state.shape)
+        left, right = 2 ** w, 2 ** (n_qubits - 1 - w)
+        if right >= 8:
+            v = state.reshape(r, left, 2, right)
+            return np.matmul(m[:, None], v).reshape(state.shape)
+        v = state.reshape(r, left, 2, right).swapaxes(-1, -2).reshape(r, left * right, 2)
+        out = np.matmul(v, m.swapaxes(-1, -2))
+        return np.ascontiguousarray(
+            out.reshape(r, left, right, 2).swapaxes(-1, -2)).reshape(state.shape)
 
     def cnot(state, c, t):
         out = state.copy()
@@ -273,16 +280,17 @@ def _numpy_limit_step_fn(n_qubits, layers, shots, x, y, seed):
         state = np.zeros((rows, 2 ** n_qubits), dtype=complex)
         state[:, 0] = 1.0
         state = state.reshape(rows, *[2] * n_qubits)
-        for q in range(n_qubits):  # RY(x_q), the same in every circuit
-            t = np.tile(xs[:, q], n_c)
-            c, s_ = np.cos(t / 2), np.sin(t / 2)
-            m = np.stack([np.stack([c, -s_], -1), np.stack([s_, c], -1)], -2).astype(complex)
-            state = one(state, m, q)
         w = params.reshape(n_c, layers, n_qubits, 3)
         for layer in range(layers):
             for q in range(n_qubits):
-                angles = [np.repeat(w[:, layer, q, k], b) for k in range(3)]
-                state = one(state, rot(*angles), q)
+                m = rot(*(w[:, layer, q, k] for k in range(3)))  # one per circuit (C, 2, 2)
+                if layer == 0:  # RY(x_q) then the first Rot: one product per row
+                    c, s_ = np.cos(xs[:, q] / 2), np.sin(xs[:, q] / 2)
+                    ry = np.stack([np.stack([c, -s_], -1), np.stack([s_, c], -1)], -2)
+                    m = np.matmul(m[:, None], ry[None]).reshape(rows, 2, 2)
+                else:
+                    m = np.repeat(m, b, axis=0)
+                state = one(state, m, q)
             if n_qubits > 1:
                 for q in range(n_qubits):
                     state = cnot(state, q, (q + ranges[layer]) % n_qubits)

@@ -15,7 +15,9 @@ on the device.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pennylane as qml
@@ -230,8 +232,7 @@ def _run_stacked(device, template, stacked, n_circ, measurements, max_amplitudes
     chunks = []
     for start in range(0, n_circ, step):
         stop = min(start + step, n_circ)
-        done = simulate_stacked(template, stacked, slice(start * beff, stop * beff),
-                                measurements)
+        done = _simulate_rows(template, stacked, start * beff, stop * beff, measurements)
         if done is None:
             return None
         chunks.append((stop - start, *done))
@@ -250,6 +251,43 @@ def _run_stacked(device, template, stacked, n_circ, measurements, max_amplitudes
         for g, v in enumerate(values):
             per_group[g].append(np.broadcast_to(v, (n_rows, *v.shape[1:])))
     return n_circ
+
+
+# From this many amplitudes (rows × 2^wires) a merged chunk's rows are split between threads:
+# numpy releases the GIL in its array operations, each row evolves independently (the values
+# are bitwise those of one call), and two threads ran an 8-qubit exact-law chunk 1.6× faster
+# on two cores; below it the threads' overhead is larger than the gain.
+_THREADED_AMPLITUDES = 2**17
+_POOL: list = []
+
+
+def _workers() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _simulate_rows(template, stacked, start: int, stop: int, measurements):
+    """:func:`simulate_stacked` of the rows ``start:stop``, split between threads when the
+    chunk is large (:data:`_THREADED_AMPLITUDES`)."""
+    workers = min(_workers(), 4)
+    amplitudes = (stop - start) * 2 ** max(len(template.wires), 1)
+    if workers < 2 or amplitudes < _THREADED_AMPLITUDES or stop - start < workers:
+        return simulate_stacked(template, stacked, slice(start, stop), measurements)
+    if not _POOL:
+        _POOL.append(ThreadPoolExecutor(max_workers=workers,
+                                        thread_name_prefix="qshiftdp-kernels"))
+    bounds = np.linspace(start, stop, workers + 1).astype(int)
+    parts = list(_POOL[0].map(
+        lambda ab: simulate_stacked(template, stacked, slice(*ab), measurements),
+        zip(bounds[:-1], bounds[1:], strict=True)))
+    if any(part is None for part in parts):
+        return None
+    if not parts[0][1]:  # unbroadcast: one row shared by every part
+        return parts[0]
+    return [np.concatenate([part[0][i] for part in parts]) for i in range(len(measurements))], \
+        True
 
 
 def _run(device, tapes) -> list:

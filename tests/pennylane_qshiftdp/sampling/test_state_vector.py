@@ -188,3 +188,22 @@ def test_stacked_declines_what_merged_tapes_cannot_broadcast():
     fine = [[np.array([0.3, 0.5])], None]
     assert simulate_stacked(template, fine, slice(0, 2), template.measurements) is not None
     assert simulate_stacked(template, fine, slice(0, 2), [qml.probs()]) is None
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_rows_split_between_threads_give_the_same_values_bit_for_bit(seed, monkeypatch):
+    """A large merged chunk is split between threads; every row evolves on its own, so the
+    values (and hence the exact-law draws) are bitwise those of one call."""
+    from pennylane_qshiftdp.sampling import exact_law
+
+    template = _random_tape(seed, 3, 3, MEASUREMENTS["expval, var, Hermitian"]())
+    offsets = _offsets(template, 7, seed)
+    dev = qml.device("default.qubit", wires=3)
+    monkeypatch.setattr(exact_law, "_workers", lambda: 1)
+    one = exact_law.execute_offsets(template, offsets, dev, analytic=True)
+    monkeypatch.setattr(exact_law, "_workers", lambda: 3)
+    monkeypatch.setattr(exact_law, "_THREADED_AMPLITUDES", 1)
+    split = exact_law.execute_offsets(template, offsets, dev, analytic=True)
+    for a, b in zip(one, split, strict=True):
+        for u, v in zip(a, b, strict=True):
+            np.testing.assert_array_equal(u, v)
