@@ -35,18 +35,19 @@ from _common import pyplot, result_name, save_figure, table, write_result  # noq
 # `--help` and argument errors answer without loading them. Module-level names stay None
 # until then.
 torch = DPDataLoader = load_dataset = make_private = LinearLoss = QuantumClassifier = None
-ShotRecorder = use_exact_law = LIGHTNING_QUBITS = None
+ShotRecorder = use_exact_law = resolve_device = TrainConfig = None
 
 
 def _import_heavy() -> None:
     """Import the heavy libraries into this module's namespace (idempotent)."""
     global torch, DPDataLoader, load_dataset, make_private, LinearLoss, QuantumClassifier
-    global ShotRecorder, use_exact_law, LIGHTNING_QUBITS
+    global ShotRecorder, use_exact_law, resolve_device, TrainConfig
     import torch
     from opacus.data_loader import DPDataLoader
 
+    from pennylane_qshiftdp.app.config import TrainConfig
     from pennylane_qshiftdp.app.data import load_dataset
-    from pennylane_qshiftdp.app.job import LIGHTNING_QUBITS
+    from pennylane_qshiftdp.app.job import resolve_device
     from pennylane_qshiftdp.app.models import QuantumClassifier
     from pennylane_qshiftdp.gradients.shot_statistics import ShotRecorder
     from pennylane_qshiftdp.losses import LinearLoss
@@ -72,7 +73,7 @@ def _dataset(n_train, n_qubits):
 def run_config(device, shots, credit, *, batch, repeats, n_train, n_qubits=4,
                shot_sampling="exact_law", seed=0):
     if device == "auto":  # qshiftdp train's choice
-        device = "lightning.qubit" if n_qubits >= LIGHTNING_QUBITS else "default.qubit"
+        device = resolve_device(TrainConfig(qubits=n_qubits, shot_sampling=shot_sampling))
     dataset = _dataset(n_train, n_qubits)
     loss = LinearLoss()
     rec = ShotRecorder() if credit != "none" else None

@@ -383,9 +383,12 @@ def section_step(out, lines):
             "shot-faithful (2P + 1 circuits per example, P weights); the alternative and "
             "the analytic route are not. `numpy_limit_s` is the same exact-law work written "
             "by hand in numpy (`_numpy_limit_step_fn`: one batched state vector of the forward "
-            "and shifted circuits of every example, 2×2 products and index swaps, binomial "
-            "draws, clipping, noise, update; no PennyLane, torch or Opacus), and "
-            "`exact_law_over_numpy` the private exact-law step's time over it.\n")
+            "and shifted circuits of every example, batched 2×2 products and index swaps, the "
+            "embedding fused into the first rotation, binomial draws, clipping, noise, update; "
+            "no PennyLane, torch or Opacus; one thread, no light cone), and "
+            "`exact_law_over_numpy` the private exact-law step's time over it (below 1 from 8 "
+            "qubits: the private step drops the gates outside the readout's light cone and "
+            "splits its rows between two threads).\n")
         spread = [{"qubits": r["qubits"], "rounds": r["repeats"],
                    "backprop / exact-law step": f"{r['backprop_over_exact_law']:.2f} "
                    f"[{r['backprop_over_exact_law_range'][0]:.2f}, "
@@ -409,7 +412,11 @@ def section_step(out, lines):
         lines.append("lightning.qubit is faster than default.qubit from "
                      + ", ".join(f"{q} qubits ({k.removesuffix('_s').replace('_', ' ')})"
                                  for k, q in cross.items() if q is not None)
-                     + "; `device=\"auto\"` (`app.job.LIGHTNING_QUBITS`) switches at 12.\n")
+                     + "; `device=\"auto\"` switches at 13 qubits with exact-law draws "
+                     "(`app.job.LIGHTNING_QUBITS`: default.qubit's merged kernels are faster "
+                     "up to 12; one step at 13, 4.90 s against lightning's 4.07 s) and at 10 "
+                     "with the device's own sampling "
+                     "(`app.job.LIGHTNING_QUBITS_DEVICE_SAMPLING`).\n")
     _img(lines, "bench_transform_step", mode)
     versus, _ = _load(out, "bench_transform_versus")
     if versus is not None:

@@ -80,11 +80,17 @@ class TrainResult:
     settings: dict = dataclasses.field(default_factory=dict)
 
 
-#: From this many qubits on, ``device="auto"`` picks lightning.qubit: the measured crossover of
-#: the exact-law private step (benchmarks/RESULTS.md §12, idle, batch 54, 2 layers: default.qubit
-#: with the batched state-vector kernels 1.97 s against lightning.qubit 2.65 s at 11 qubits,
-#: 3.96 s against 2.96 s at 12).
-LIGHTNING_QUBITS = 12
+#: From this many qubits on, ``device="auto"`` picks lightning.qubit for exact-law sampling (the
+#: job's default with shots) and analytic training: the measured crossover of the exact-law
+#: private step (benchmarks/RESULTS.md §12, idle, batch 54, 2 layers: default.qubit, whose merged
+#: circuits run on the batched kernels, 1.90 s against lightning.qubit 3.05 s at 12 qubits; one
+#: step at 13: 4.90 s against 4.07 s).
+LIGHTNING_QUBITS = 13
+
+#: The same crossover with the device's own sampling (``shot_sampling="device"``), where
+#: default.qubit runs each shifted tape through PennyLane (RESULTS.md §12: 2.40 s against
+#: lightning.qubit's 1.94 s at 10 qubits).
+LIGHTNING_QUBITS_DEVICE_SAMPLING = 10
 
 
 #: Largest qubit count the training job accepts (a state vector of 2^n amplitudes per circuit;
@@ -120,7 +126,9 @@ def resolve_device(config) -> str:
         return "default.mixed"
     if config.model == "neuron" or not isinstance(config.qubits, int):
         return "default.qubit"
-    return "lightning.qubit" if config.qubits >= LIGHTNING_QUBITS else "default.qubit"
+    crossover = LIGHTNING_QUBITS_DEVICE_SAMPLING if config.shot_sampling == "device" \
+        else LIGHTNING_QUBITS
+    return "lightning.qubit" if config.qubits >= crossover else "default.qubit"
 
 
 def _certified_sensitivity(config, model_cls, data, loss_fn):

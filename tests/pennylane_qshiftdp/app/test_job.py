@@ -549,8 +549,12 @@ def test_shots_auto_device_auto_and_eval_shots():
     assert r.device == "default.qubit" and r.training_shots > 0
     assert r.shots == expected
     assert r.training_shots % r.shots == 0
-    assert resolve_device(TrainConfig(qubits=11)) == "default.qubit"
-    assert resolve_device(TrainConfig(qubits=12)) == "lightning.qubit"  # measured crossover
+    # measured crossovers: 13 qubits with exact-law draws (the default), 10 with the device's
+    # own sampling
+    assert resolve_device(TrainConfig(qubits=12)) == "default.qubit"
+    assert resolve_device(TrainConfig(qubits=13)) == "lightning.qubit"
+    assert resolve_device(TrainConfig(qubits=9, shot_sampling="device")) == "default.qubit"
+    assert resolve_device(TrainConfig(qubits=10, shot_sampling="device")) == "lightning.qubit"
     # one-qubit circuits per output: default.qubit however many outputs
     assert resolve_device(TrainConfig(qubits=15, model="neuron")) == "default.qubit"
     assert resolve_device(TrainConfig(depolarizing=0.1)) == "default.mixed"

@@ -229,3 +229,24 @@ def test_key_misses_on_what_changes_the_tape():
     assert key(other) != key(_layer(body, shapes).qnode)
     transformed = qml.transforms.cancel_inverses(qnode)
     assert key(transformed) is None
+
+
+def test_function_raising_at_the_second_point_is_built_afresh():
+    """A QNode function that refuses values other than the batch's (here: any other inputs)
+    makes the check at the second point fail: the evaluation still succeeds, the structure is
+    refused and later batches are built in full."""
+    current = {}
+
+    def picky(inputs, weights):
+        if not torch.equal(inputs.detach(), current["x"]):
+            raise RuntimeError("only the batch's own inputs")
+        _templates(inputs, weights)
+
+    body, shapes, n_in = BODIES["templates"]
+    layer = _layer(picky, shapes)
+    x = _batches(n_in, (4,))[0]
+    current["x"] = x
+    ev = evaluate_layer(layer, x)
+    assert list(_structure._STRUCTURES[layer].values()) == [_structure._REFUSED]
+    reference = evaluate_layer(_layer(body, shapes), x)
+    _assert_same(ev, reference)
