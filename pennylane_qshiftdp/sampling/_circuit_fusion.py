@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pennylane as qml
 
-__all__ = ["fuse_single_qubit", "light_cone", "matmul_2x2", "one_qubit_matrix"]
+__all__ = ["fuse_single_qubit", "light_cone", "matmul_2x2", "one_qubit_matrix",
+           "rotation_matrix"]
 
 def light_cone(operations, measurements) -> list:
     r"""The operations in the backward light cone of the measured wires.
@@ -88,7 +89,7 @@ def matmul_2x2(a, b):
     return out
 
 
-def _rotation_matrix(theta, generator):
+def rotation_matrix(theta, generator):
     """``exp(-i theta/2 P)`` for P in X, Y, Z, shape ``theta.shape + (2, 2)``."""
     c, s = np.cos(theta / 2), np.sin(theta / 2)
     m = np.empty(np.shape(theta) + (2, 2), dtype=complex)
@@ -112,7 +113,7 @@ def one_qubit_matrix(op, data=None) -> np.ndarray:
     """
     params = op.data if data is None else data
     if type(op) in (qml.RX, qml.RY, qml.RZ):
-        return _rotation_matrix(np.asarray(params[0], dtype=float), op.name[-1])
+        return rotation_matrix(np.asarray(params[0], dtype=float), op.name[-1])
     if type(op) is qml.Rot:  # RZ(omega) RY(theta) RZ(phi)
         return _rot_matrix(*(np.asarray(d, dtype=float) for d in params))
     if data is not None:

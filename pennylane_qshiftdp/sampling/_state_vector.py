@@ -19,10 +19,10 @@ from pennylane.devices.qubit import apply_operation, create_initial_state
 from pennylane.devices.qubit.sampling import get_num_shots_and_executions
 from pennylane.measurements import ExpectationMP, ProbabilityMP, VarianceMP
 
-from ._circuit_fusion import light_cone, matmul_2x2, one_qubit_matrix
+from ._circuit_fusion import light_cone, matmul_2x2, one_qubit_matrix, rotation_matrix
 
-__all__ = ["apply_gate", "evolve", "one_qubit", "record_executions", "simulate_stacked",
-           "simulate_tapes", "track_execution"]
+__all__ = ["apply_gate", "evolve", "one_qubit", "record_executions", "shift_spec",
+           "simulate_shifts", "simulate_stacked", "simulate_tapes", "track_execution"]
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -40,24 +40,31 @@ __all__ = ["apply_gate", "evolve", "one_qubit", "record_executions", "simulate_s
 _MIN_TRAILING = 8
 
 
-def one_qubit(states: np.ndarray, m: np.ndarray, wire: int) -> np.ndarray:
+def one_qubit(states: np.ndarray, m: np.ndarray, wire: int,
+              out: np.ndarray | None = None) -> np.ndarray:
     """Apply the 2×2 matrix ``m`` (or one per batch row, ``(B, 2, 2)``) to qubit ``wire`` of
     every state of ``states`` ``(K, B, 2, ..., 2)``: one batched 2×2 matrix product per
-    amplitude pair."""
+    amplitude pair; into ``out`` (a contiguous array of the same shape, not ``states``) if
+    given."""
     k, b = states.shape[:2]
     n = states.ndim - 2
     left, right = 2 ** wire, 2 ** (n - 1 - wire)
     if right >= _MIN_TRAILING:
         x = states.reshape(k, b, left, 2, right)
         mat = m.reshape(1, b, 1, 2, 2) if m.ndim == 3 else m
-        return np.matmul(mat, x).reshape(states.shape)
+        if out is None:
+            return np.matmul(mat, x).reshape(states.shape)
+        np.matmul(mat, x, out=out.reshape(x.shape))
+        return out
     x = states.reshape(k, b, left, 2, right).swapaxes(-1, -2).reshape(k, b, left * right, 2)
     mat = np.swapaxes(m, -1, -2)
     if m.ndim == 3:
         mat = mat.reshape(1, b, 2, 2)
-    y = np.matmul(x, mat)
-    return np.ascontiguousarray(
-        y.reshape(k, b, left, right, 2).swapaxes(-1, -2)).reshape(states.shape)
+    y = np.matmul(x, mat).reshape(k, b, left, right, 2).swapaxes(-1, -2)
+    if out is None:
+        return np.ascontiguousarray(y).reshape(states.shape)
+    out.reshape(k, b, left, 2, right)[...] = y
+    return out
 
 
 def _diagonal(states: np.ndarray, d0, d1, wire: int) -> np.ndarray:
@@ -92,19 +99,26 @@ def apply_gate(op, states: np.ndarray, *, inverse: bool = False) -> np.ndarray:
     return np.stack([apply_operation(gate, s, is_state_batched=True) for s in states])
 
 
-def _controlled_flip(states: np.ndarray, name: str, control: int, target: int) -> np.ndarray:
-    """CNOT (an index swap) or CZ (a sign flip) on every state of ``states``."""
+def _controlled_flip(states: np.ndarray, name: str, control: int, target: int, *,
+                     inplace: bool = False) -> np.ndarray:
+    """CNOT (an index swap) or CZ (a sign flip) on every state of ``states`` (in place, and
+    returned, with ``inplace``)."""
     c, t = 2 + control, 2 + target
-    out = states.copy()
     sel: list = [slice(None)] * states.ndim
     sel[c] = 1
+    if inplace:
+        out, src = states, states
+    else:
+        out, src = states.copy(), states
     if name == "CNOT":
         a0, a1 = list(sel), list(sel)
         a0[t], a1[t] = 0, 1
-        out[tuple(a0)], out[tuple(a1)] = states[tuple(a1)], states[tuple(a0)]
+        low = src[tuple(a0)].copy() if inplace else src[tuple(a0)]
+        out[tuple(a0)] = src[tuple(a1)]
+        out[tuple(a1)] = low
     else:
         sel[t] = 1
-        out[tuple(sel)] = -states[tuple(sel)]
+        np.negative(src[tuple(sel)], out=out[tuple(sel)])
     return out
 
 
@@ -306,3 +320,240 @@ def simulate_stacked(template, stacked, rows: slice, measurements) -> tuple | No
             return None
         values.append(v)
     return values, broadcast
+
+
+# ------------------------------------------ shifted circuits from one suffix per parameter
+# A parameter-shift circuit differs from the forward circuit by one rotation angle moved by
+# ±π/2. For U(φ) = exp(-iφG/2) with G a Pauli operator (RX, RY, RZ, the rotations of Rot;
+# PhaseShift up to a global phase), U(φ ± π/2) = (I ∓ iG)/√2 · U(φ). With |κ⟩ the forward state
+# just after the gate, V the gates after it, ψ = V|κ⟩ the forward circuit's final state and
+# χ = V G|κ⟩, every quadratic form Q of the final state (an observable's expectation, the
+# probability of an outcome) of the two shifted circuits is
+#
+#     Q(±) = ½(⟨ψ|Q|ψ⟩ + ⟨χ|Q|χ⟩) ∓ Im⟨χ|Q|ψ⟩,
+#
+# expanding ((I ∓ iG)/√2)† Q' ((I ∓ iG)/√2) with Q' = V†QV and G² = I. So both shifted circuits
+# of a rotation need one evolution of G|κ⟩ through the gates after it, instead of two whole
+# circuits: the χ's are spawned from the forward state as the sweep passes each shifted gate and
+# evolved together with it. Derived here (elementary); tested against PennyLane's execution of
+# every shifted circuit.
+
+_PAULIS = {"X": np.array([[0, 1], [1, 0]], dtype=complex),
+           "Y": np.array([[0, -1j], [1j, 0]], dtype=complex),
+           "Z": np.array([[1, 0], [0, -1]], dtype=complex)}
+
+# Gates whose parameter is the angle of a Pauli rotation, and its axis.
+_ROTATION_AXES = {qml.RX: "X", qml.RY: "Y", qml.RZ: "Z", qml.PhaseShift: "Z"}
+
+_HALF_PI_ATOL = 1e-12
+
+# Largest number of amplitudes (suffix states × rows × 2^wires) of one suffix sweep; beyond it
+# the merged circuits run in chunks instead (2^26 complex amplitudes: 1 GiB per copy).
+_MAX_SHIFT_AMPLITUDES = 2**26
+
+
+def shift_spec(template, offsets) -> list | None:
+    """Per circuit, ``None`` (the forward circuit: no offset) or ``(k, sign)``: tape parameter
+    ``k``, the angle of a Pauli rotation (of RX, RY, RZ, PhaseShift or Rot), moved by
+    ``sign·π/2``; ``None`` overall if some circuit is not of that form (offsets per tape
+    parameter, ``(C, *shape)``, as :func:`~pennylane_qshiftdp.sampling.merging.stacked_from_offsets`
+    takes them)."""
+    owners = [op for op in template.operations for _ in op.data]
+    arrays = [np.asarray(o, dtype=float) for o in offsets]
+    if not arrays:
+        return None
+    n_circ = arrays[0].shape[0]
+    moved = [arr.reshape(n_circ, -1) for arr in arrays]
+    sizes = [m.shape[1] for m in moved]
+    table = np.concatenate(moved, axis=1)  # (C, all parameter entries)
+    column_owner = np.repeat(np.arange(len(moved)), sizes)
+    scalar = np.repeat(np.array(sizes) == 1, sizes)
+    nonzero = table != 0
+    counts = nonzero.sum(axis=1)
+    if np.any(counts > 1):
+        return None
+    first = nonzero.argmax(axis=1)
+    spec: list = []
+    for c in range(n_circ):
+        if not counts[c]:
+            spec.append(None)
+            continue
+        col = int(first[c])
+        k, value = int(column_owner[col]), float(table[c, col])
+        if k >= len(owners) or not scalar[col] or \
+                abs(abs(value) - np.pi / 2) > _HALF_PI_ATOL or \
+                (type(owners[k]) not in _ROTATION_AXES and type(owners[k]) is not qml.Rot):
+            return None
+        spec.append((k, 1 if value > 0 else -1))
+    return spec
+
+
+def _shift_measurable(mp) -> bool:
+    if isinstance(mp, ExpectationMP):
+        return _observable_measurement(mp)
+    if not (isinstance(mp, ProbabilityMP) and mp.mv is None and len(mp.wires)):
+        return False
+    return mp.obs is None or all(_gate_supported(g) for g in mp.diagonalizing_gates())
+
+
+def simulate_shifts(template, spec, measurements, rows: slice) -> tuple | None:
+    """Analytic values of ``measurements`` for the circuits ``spec`` (see :func:`shift_spec`)
+    of the batch rows ``rows`` of ``template``, by the suffix evolutions above.
+
+    Returns:
+        ``(values, broadcast)`` as :func:`simulate_stacked` returns them for the same circuits
+        (values per measurement with one leading row per circuit and batch row, circuit-major),
+        or ``None`` for a measurement other than ``expval`` of an observable with a matrix and
+        ``probs`` of explicit wires, or a gate the kernels do not cover.
+    """
+    mps = list(measurements)
+    ops = list(template.operations)
+    if not all(_shift_measurable(mp) for mp in mps) or \
+            not all(_gate_supported(op) for op in ops):
+        return None
+    kept_ids = {id(op) for op in light_cone(ops, mps)}
+    first_param, k = {}, 0
+    for op in ops:
+        first_param[id(op)] = k
+        k += len(op.data)
+    shifted = {s[0] for s in spec if s is not None}
+    batched = template.batch_size is not None
+    n_rows = rows.stop - rows.start if batched else 1
+
+    gates = []  # (op, data, sliced): kept gates, this part's rows of broadcast parameters
+    broadcast = False
+    for op in ops:
+        if id(op) not in kept_ids:
+            continue
+        data, sliced = list(op.data), False
+        if batched and data:
+            nds = tuple(op.ndim_params)
+            for j, d in enumerate(data):
+                if np.ndim(d) == (nds[j] if j < len(nds) else 0) + 1:
+                    data[j], sliced = np.asarray(d)[rows], True
+        if not _numeric(data):
+            return None
+        broadcast = broadcast or sliced
+        gates.append((op, data, sliced))
+    if (1 + len(shifted)) * n_rows * 2 ** len(template.wires) > _MAX_SHIFT_AMPLITUDES:
+        return None
+    wires = qml.wires.Wires.all_wires([op.wires for op, _, _ in gates]
+                                      + [mp.wires for mp in mps])
+    wire_map = {w: i for i, w in enumerate(wires)}
+    n = max(len(wires), 1)
+
+    # The sweep: block 0 the forward state, then one χ per shifted angle in the light cone.
+    # Runs of one-qubit gates stay fused: a G inserted inside a run, before the run's
+    # remaining product S, is the same as S G S† after the whole run, so every χ of a run is
+    # spawned from the forward state once the fused run has been applied.
+    # Two buffers with room for every block; the blocks in use are a prefix of the current
+    # one (``active``), and a one-qubit gate writes into the other buffer.
+    capacity = 1 + len(shifted)
+    buffers = [np.zeros((capacity, n_rows, *([2] * n)), dtype=np.complex128),
+               np.empty((capacity, n_rows, *([2] * n)), dtype=np.complex128)]
+    buffers[0].reshape(capacity, n_rows, -1)[0, :, 0] = 1.0
+    active = 1
+    order: dict = {}  # tape parameter -> block index
+    pending: dict = {}  # wire -> [("m", matrix) | ("g", parameter, Pauli)] in circuit order
+
+    def flush(w):
+        nonlocal active
+        run = pending.pop(w, None)
+        if not run:
+            return
+        mats = [e[1] for e in run if e[0] == "m"]
+        if mats:
+            total = mats[0]
+            for m in mats[1:]:
+                total = matmul_2x2(m, total)
+            one_qubit(buffers[0][:active], total, w, out=buffers[1][:active])
+            buffers.reverse()
+        rest = np.eye(2, dtype=complex)  # the product of the run's matrices after an entry
+        spawns = []
+        for entry in reversed(run):
+            if entry[0] == "m":
+                rest = matmul_2x2(rest, entry[1])
+            else:
+                moved = matmul_2x2(matmul_2x2(rest, entry[2]),
+                                   np.conj(np.swapaxes(rest, -1, -2)))
+                spawns.append((entry[1], moved))
+        for param, moved in reversed(spawns):
+            order[param] = active
+            one_qubit(buffers[0][:1], moved, w, out=buffers[0][active:active + 1])
+            active += 1
+
+    for op, data, sliced in gates:
+        mapped = [wire_map[w] for w in op.wires]
+        base = first_param[id(op)]
+        if type(op) is qml.Rot:  # RZ(φ), RY(θ), RZ(ω), each its own rotation
+            parts = [(base + j, axis, rotation_matrix(np.asarray(data[j], dtype=float), axis))
+                     for j, axis in enumerate("ZYZ")]
+        elif len(mapped) == 1:
+            axis = _ROTATION_AXES.get(type(op))
+            parts = [(base if axis else None, axis, one_qubit_matrix(op, data))]
+        else:
+            parts = None
+        if parts is not None:
+            run = pending.setdefault(mapped[0], [])
+            for param, axis, mat in parts:
+                run.append(("m", mat))
+                if param in shifted:
+                    run.append(("g", param, _PAULIS[axis]))
+            continue
+        for w in mapped:
+            flush(w)
+        if op.name in ("CNOT", "CZ"):
+            _controlled_flip(buffers[0][:active], op.name, *mapped, inplace=True)
+            continue
+        gate = qml.ops.functions.bind_new_parameters(op, data) if sliced else op
+        if gate.batch_size != (n_rows if sliced else None):
+            return None  # the rebound gate does not broadcast (as merged_tapes declines it)
+        buffers[0][:active] = apply_gate(gate.map_wires(wire_map), buffers[0][:active])
+    for w in list(pending):
+        flush(w)
+
+    psi, chis = buffers[0][:1], buffers[0][1:active]
+    values = []
+    for mp in mps:
+        q_psi, q_chi, cross = _quadratic_forms(mp.map_wires(wire_map), psi, chis)
+        rows_out = []
+        for s in spec:
+            if s is None or s[0] not in order:
+                rows_out.append(q_psi)  # the forward circuit, or a gate outside the light cone
+                continue
+            i = order[s[0]] - 1
+            rows_out.append(0.5 * (q_psi + q_chi[i]) - s[1] * cross[i])
+        values.append(np.stack(rows_out))  # (C, rows, ...)
+    return values, broadcast or bool(order)
+
+
+def _quadratic_forms(mp, psi: np.ndarray, chis: np.ndarray):
+    """For the measurement ``mp``: its value on ``psi`` ``(1, B, 2, ..., 2)``, on each state of
+    ``chis`` ``(K, B, 2, ..., 2)``, and ``Im⟨χ|Q|ψ⟩`` per χ (per outcome for ``probs``)."""
+    k, b = chis.shape[:2]
+    if isinstance(mp, ProbabilityMP):
+        if mp.obs is not None:  # probabilities in the observable's eigenbasis: rotate first
+            for gate in mp.diagonalizing_gates():
+                psi = apply_gate(gate, psi)
+                chis = apply_gate(gate, chis) if k else chis
+        wires = [int(w) for w in mp.wires]
+        p_psi = _marginal(np.abs(psi[0]) ** 2, wires)
+        if k == 0:
+            empty = np.zeros((0, b, p_psi.shape[1]))
+            return p_psi, empty, empty
+        flat = chis.reshape(k * b, *chis.shape[2:])
+        p_chi = _marginal(np.abs(flat) ** 2, wires).reshape(k, b, -1)
+        mixed = (np.conj(chis) * psi).imag.reshape(k * b, *chis.shape[2:])
+        cross = _marginal(mixed, wires).reshape(k, b, -1)
+        return p_psi, p_chi, cross
+    o_psi = apply_operation(mp.obs, psi[0], is_state_batched=True).reshape(b, -1)
+    ket = psi[0].reshape(b, -1)
+    q_psi = np.einsum("bi,bi->b", ket.conj(), o_psi).real
+    if k == 0:
+        return q_psi, np.zeros((0, b)), np.zeros((0, b))
+    flat = chis.reshape(k * b, *chis.shape[2:])
+    o_chi = apply_operation(mp.obs, flat, is_state_batched=True).reshape(k, b, -1)
+    c = chis.reshape(k, b, -1).conj()
+    q_chi = np.einsum("kbi,kbi->kb", c, o_chi).real
+    cross = np.einsum("kbi,bi->kb", c, o_psi).imag
+    return q_psi, q_chi, cross

@@ -25,6 +25,8 @@ from pennylane.devices.qubit.sampling import get_num_shots_and_executions
 
 from ._state_vector import (
     record_executions,
+    shift_spec,
+    simulate_shifts,
     simulate_stacked,
     simulate_tapes,
     track_execution,
@@ -167,13 +169,18 @@ def _execute(template, param_sets, device, max_amplitudes=MAX_MERGED_AMPLITUDES,
     per_group: list[list[np.ndarray]] = [[] for _ in analytic_mps]
     direct = None
     if tapes is None and broadcasts_natively(device):
+        default_qubit = type(device) is qml.devices.DefaultQubit
+        if default_qubit and offsets:
+            direct = _run_shifts(device, template, offsets, analytic_mps, max_amplitudes,
+                                 per_group)
         if offsets is not None:
             n_circ = len(np.asarray(offsets[0])) if offsets else 1
-            stacked = stacked_from_offsets(template, offsets, beff)
+            stacked = None if direct is not None else \
+                stacked_from_offsets(template, offsets, beff)
         else:
             n_circ = len(param_sets)
             stacked = stacked_parameters(template, param_sets, beff)
-        if type(device) is qml.devices.DefaultQubit and stacked is not None:
+        if direct is None and default_qubit and stacked is not None:
             direct = _run_stacked(device, template, stacked, n_circ, analytic_mps,
                                   max_amplitudes, per_group)
         if direct is None:
@@ -236,6 +243,13 @@ def _run_stacked(device, template, stacked, n_circ, measurements, max_amplitudes
         if done is None:
             return None
         chunks.append((stop - start, *done))
+    _record_and_collect(device, measurements, chunks, beff, per_group)
+    return n_circ
+
+
+def _record_and_collect(device, measurements, chunks, beff, per_group) -> None:
+    """Record merged chunks ``[(circuits, values, broadcast)]`` on the device's tracker as
+    the merged tapes would be, and append each measurement's rows to ``per_group``."""
     if device.tracker.active:
         executions = get_num_shots_and_executions(
             qml.tape.QuantumScript([], measurements, shots=None))[0]
@@ -250,6 +264,54 @@ def _run_stacked(device, template, stacked, n_circ, measurements, max_amplitudes
         n_rows = n_circuits * beff
         for g, v in enumerate(values):
             per_group[g].append(np.broadcast_to(v, (n_rows, *v.shape[1:])))
+
+
+def _run_shifts(device, template, offsets, measurements, max_amplitudes,
+                per_group) -> int | None:
+    """Parameter-shift circuits (each the forward circuit with one rotation angle moved by
+    ±π/2) by one suffix evolution per shifted angle
+    (:func:`~pennylane_qshiftdp.sampling._state_vector.simulate_shifts`, default.qubit only),
+    the batch rows split between threads when large; recorded and collected as
+    :func:`_run_stacked` records and collects the same circuits. ``None`` (nothing recorded)
+    where it does not apply."""
+    spec = shift_spec(template, offsets)
+    if spec is None:
+        return None
+    beff = template.batch_size or 1
+    n_circ = len(spec)
+    n_blocks = 1 + len({s[0] for s in spec if s is not None})
+    workers = min(_workers(), 4)
+    amplitudes = n_blocks * beff * 2 ** max(len(template.wires), 1)
+    if workers < 2 or amplitudes < _THREADED_AMPLITUDES or beff < workers or \
+            template.batch_size is None:
+        done = simulate_shifts(template, spec, measurements, slice(0, beff))
+    else:
+        if not _POOL:
+            _POOL.append(ThreadPoolExecutor(max_workers=workers,
+                                            thread_name_prefix="qshiftdp-kernels"))
+        bounds = np.linspace(0, beff, workers + 1).astype(int)
+        parts = list(_POOL[0].map(
+            lambda ab: simulate_shifts(template, spec, measurements, slice(*ab)),
+            zip(bounds[:-1], bounds[1:], strict=True)))
+        if any(part is None for part in parts):
+            return None
+        done = ([np.concatenate([part[0][i] for part in parts], axis=1)
+                 for i in range(len(measurements))], parts[0][1])
+    if done is None:
+        return None
+    values, broadcast = done  # per measurement (C, rows, ...); rows 1 if unbroadcast
+    step = circuits_per_chunk(template, max_amplitudes)
+    chunks = []
+    for start in range(0, n_circ, step):
+        stop = min(start + step, n_circ)
+        part = [v[start:stop] for v in values]
+        if broadcast:
+            part = [np.broadcast_to(v, (v.shape[0], beff, *v.shape[2:])).reshape(
+                (stop - start) * beff, *v.shape[2:]) for v in part]
+        else:
+            part = [v[:1, 0] for v in part]  # one shared row: an unbroadcast merged tape
+        chunks.append((stop - start, part, broadcast))
+    _record_and_collect(device, measurements, chunks, beff, per_group)
     return n_circ
 
 

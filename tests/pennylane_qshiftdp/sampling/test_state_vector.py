@@ -207,3 +207,161 @@ def test_rows_split_between_threads_give_the_same_values_bit_for_bit(seed, monke
     for a, b in zip(one, split, strict=True):
         for u, v in zip(a, b, strict=True):
             np.testing.assert_array_equal(u, v)
+
+
+# ------------------------------------------ shifted circuits from one suffix per parameter
+
+
+def _rotation_tape(seed: int, n: int, batch: int | None, measurements):
+    """Random circuits of rotations (the gates parameter shift moves by ±π/2), entangling and
+    fixed gates, with a broadcast data rotation first on every wire."""
+    rng = np.random.default_rng(seed)
+    shape = () if batch is None else (batch,)
+    ops = [qml.RY(rng.uniform(-3, 3, shape), w) for w in range(n)]
+    for _ in range(5 * n):
+        kind = rng.integers(8)
+        w = int(rng.integers(n))
+        v = (w + 1 + int(rng.integers(n - 1))) % n
+        if kind == 0:
+            ops.append(qml.RX(rng.uniform(-3, 3), w))
+        elif kind == 1:
+            ops.append(qml.Rot(*rng.uniform(-3, 3, 3), w))
+        elif kind == 2:
+            ops.append(qml.CNOT([w, v]))
+        elif kind == 3:
+            ops.append(qml.CZ([w, v]))
+        elif kind == 4:
+            ops.append(qml.CRX(rng.uniform(-3, 3), [w, v]))  # not shifted: apply_operation
+        elif kind == 5:
+            ops.append(qml.RZ(rng.uniform(-3, 3), w))
+        elif kind == 6:
+            ops.append(qml.PhaseShift(rng.uniform(-3, 3), w))
+        else:
+            ops.append(qml.Hadamard(w))
+    return qml.tape.QuantumScript(ops, measurements, shots=None)
+
+
+def _shift_offsets(template, seed: int) -> list:
+    """The forward circuit and, for a random subset of the rotation angles, the circuits with
+    that angle moved by +π/2 and by -π/2 (parameter shift's circuits), as offsets."""
+    rng = np.random.default_rng(seed)
+    angles = []
+    k = 0
+    for op in template.operations:
+        for _ in op.data:
+            if type(op) in (qml.RX, qml.RZ, qml.PhaseShift, qml.Rot) or (
+                    type(op) is qml.RY and template.batch_size is None):
+                angles.append(k)
+            k += 1
+    chosen = sorted(rng.choice(angles, size=min(6, len(angles)), replace=False))
+    circuits = [None] + [(a, s) for a in chosen for s in (1, -1)]
+    params = template.get_parameters(trainable_only=False)
+    scalar = 0 if template.batch_size is None else 1
+    out = []
+    for i, p in enumerate(params):
+        shape = np.shape(p)[scalar:] if i < k and np.ndim(p) > scalar else \
+            (np.shape(p) if i >= k else ())
+        off = np.zeros((len(circuits), *shape))
+        for c, spec in enumerate(circuits):
+            if spec is not None and spec[0] == i:
+                off[c] = spec[1] * np.pi / 2
+        out.append(off)
+    return out
+
+
+SHIFT_MEASUREMENTS = {
+    "expval Z": lambda: [qml.expval(qml.Z(0))],
+    "expval product, Hermitian": lambda: [
+        qml.expval(qml.Z(0) @ qml.X(2)),
+        qml.expval(qml.Hermitian(np.array([[1.0, 0.5j], [-0.5j, -2.0]]), 1))],
+    "probs subset reversed": lambda: [qml.probs(wires=[2, 0])],
+    "probs in a Pauli basis": lambda: [qml.probs(op=qml.X(1) @ qml.Y(2))],
+}
+
+
+@pytest.mark.parametrize("batch", [None, 1, 3])
+@pytest.mark.parametrize("which", sorted(SHIFT_MEASUREMENTS))
+@pytest.mark.parametrize("seed", range(3))
+def test_shifted_circuits_equal_each_circuit_run_by_pennylane(seed, which, batch):
+    """Parameter-shift circuits (one rotation angle moved by ±π/2 each) are simulated by one
+    suffix evolution per shifted angle (``simulate_shifts``); every circuit's values equal
+    PennyLane's execution of that circuit alone (1e-12), and the device's tracker counts what
+    the merged tapes would have counted."""
+    from pennylane_qshiftdp.sampling import exact_law
+
+    template = _rotation_tape(seed, 3, batch, SHIFT_MEASUREMENTS[which]())
+    offsets = _shift_offsets(template, seed)
+    dev = qml.device("default.qubit", wires=3)
+    used = []
+    real = exact_law.simulate_shifts
+
+    def spy(*args):
+        out = real(*args)
+        used.append(out is not None)
+        return out
+
+    exact_law.simulate_shifts = spy
+    try:
+        with qml.Tracker(dev) as ours:
+            got = exact_law.execute_offsets(template, offsets, dev, analytic=True)
+    finally:
+        exact_law.simulate_shifts = real
+    assert used and all(used)
+    base = template.get_parameters(trainable_only=False)
+    n_circ = len(got)
+    for c in range(n_circ):
+        circuit = template.bind_new_parameters(
+            [b + o[c] for b, o in zip(base, offsets, strict=True)], list(range(len(base))))
+        (expected,) = qml.execute([circuit], dev, diff_method=None)
+        pairs = zip(got[c], expected, strict=True) if isinstance(expected, tuple) \
+            else [(got[c], expected)]
+        for g, e in pairs:
+            assert np.shape(g) == np.shape(e)
+            np.testing.assert_allclose(g, e, atol=1e-12, rtol=0)
+    exact_law.simulate_shifts = lambda *args: None  # the stacked circuits instead
+    try:
+        with qml.Tracker(dev) as stacked:
+            exact_law.execute_offsets(template, offsets, dev, analytic=True)
+    finally:
+        exact_law.simulate_shifts = real
+    for key in ("batches", "simulations", "executions"):
+        assert ours.totals[key] == stacked.totals[key], key
+
+
+def test_shift_spec_declines_what_is_not_one_rotation_moved_by_half_pi():
+    from pennylane_qshiftdp.sampling._state_vector import shift_spec
+
+    template = qml.tape.QuantumScript(
+        [qml.RX(0.3, 0), qml.CRX(0.2, [0, 1]), qml.Rot(0.1, 0.2, 0.3, 1)],
+        [qml.expval(qml.Hermitian(np.eye(2), 1))])
+    h = np.pi / 2
+
+    def offsets(rows):  # rows: per circuit, per tape parameter (RX, CRX, Rot×3, Hermitian)
+        arr = np.array(rows, dtype=float)
+        return [arr[:, i] for i in range(5)] + [np.zeros((len(rows), 2, 2))]
+
+    good = offsets([[0, 0, 0, 0, 0], [h, 0, 0, 0, 0], [0, 0, 0, -h, 0]])
+    assert shift_spec(template, good) == [None, (0, 1), (3, -1)]
+    assert shift_spec(template, offsets([[h, 0, h, 0, 0]])) is None  # two angles at once
+    assert shift_spec(template, offsets([[0.3, 0, 0, 0, 0]])) is None  # not ±π/2
+    assert shift_spec(template, offsets([[0, h, 0, 0, 0]])) is None  # CRX: a four-term rule
+    moved_observable = offsets([[0, 0, 0, 0, 0]])
+    moved_observable[-1] = np.ones((1, 2, 2))
+    assert shift_spec(template, moved_observable) is None
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_shifted_rows_split_between_threads_give_the_same_values_bit_for_bit(seed, monkeypatch):
+    from pennylane_qshiftdp.sampling import exact_law
+
+    template = _rotation_tape(seed, 3, 5, SHIFT_MEASUREMENTS["expval product, Hermitian"]())
+    offsets = _shift_offsets(template, seed)
+    dev = qml.device("default.qubit", wires=3)
+    monkeypatch.setattr(exact_law, "_workers", lambda: 1)
+    one = exact_law.execute_offsets(template, offsets, dev, analytic=True)
+    monkeypatch.setattr(exact_law, "_workers", lambda: 2)
+    monkeypatch.setattr(exact_law, "_THREADED_AMPLITUDES", 1)
+    split = exact_law.execute_offsets(template, offsets, dev, analytic=True)
+    for a, b in zip(one, split, strict=True):
+        for u, v in zip(a, b, strict=True):
+            np.testing.assert_array_equal(u, v)
