@@ -485,6 +485,7 @@ def simulate_shifts(template, spec, measurements, rows: slice) -> tuple | None:
     for op, data, sliced in gates:
         mapped = [wire_map[w] for w in op.wires]
         base = first_param[id(op)]
+        parts: list[tuple] | None
         if type(op) is qml.Rot:  # RZ(φ), RY(θ), RZ(ω), each its own rotation
             parts = [(base + j, axis, rotation_matrix(np.asarray(data[j], dtype=float), axis))
                      for j, axis in enumerate("ZYZ")]
