@@ -143,9 +143,9 @@ def _add_train_parser(subparsers) -> None:
                    help="shots per circuit for the test accuracy (default: analytic on "
                    "simulators; on hardware give a count)")
     p.add_argument("--device", default=d.device,
-                   help="PennyLane device; 'auto' picks default.qubit below 13 qubits and "
-                   "lightning.qubit from 13 on (from 10 with --shot-sampling device; "
-                   "default.mixed with --depolarizing) (default: %(default)s)")
+                   help="PennyLane device; 'auto' picks default.qubit (lightning.qubit from "
+                   "10 qubits with --shot-sampling device; default.mixed with --depolarizing) "
+                   "(default: %(default)s)")
     p.add_argument("--layers", type=_auto(int), default=d.layers,
                    help="StronglyEntanglingLayers of the quantum and hybrid models; 'auto': 2 "
                    "(default: %(default)s)")

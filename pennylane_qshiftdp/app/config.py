@@ -26,7 +26,7 @@ class TrainConfig:
     epochs: int | str = "auto"
     expected_batch_size: int | str = "auto"
     shots: int | str | None = 1000  # "auto": the fewest shots adding ≤ 1 % of the DP variance
-    device: str = "auto"  # "auto": lightning from LIGHTNING_QUBITS (10 with device sampling)
+    device: str = "auto"  # "auto": default.qubit (lightning from 10 qubits, device sampling)
     eval_shots: int | None = None  # shots for test accuracy; None: analytic (simulators)
     shot_sampling: str = "auto"  # "exact_law" on simulators ("auto"), "device" otherwise
     layers: int | str = "auto"  # quantum/hybrid: 2 StronglyEntanglingLayers

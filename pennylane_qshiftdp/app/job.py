@@ -81,11 +81,12 @@ class TrainResult:
 
 
 #: From this many qubits on, ``device="auto"`` picks lightning.qubit for exact-law sampling (the
-#: job's default with shots) and analytic training: the measured crossover of the exact-law
-#: private step (benchmarks/RESULTS.md §12, idle, batch 54, 2 layers: default.qubit, whose merged
-#: circuits run on the batched kernels, 1.90 s against lightning.qubit 3.05 s at 12 qubits; one
-#: step at 13: 4.90 s against 4.07 s).
-LIGHTNING_QUBITS = 13
+#: job's default with shots) and analytic training: never, within ``MAX_QUBITS``. Measured
+#: (benchmarks/RESULTS.md §12, idle, batch 54, 2 layers, exact-law step after a warm-up step):
+#: default.qubit, whose shifted circuits are suffix evolutions on the batched kernels, 0.78 s
+#: against lightning.qubit's 2.91 s at 12 qubits, 2.43 s against 4.20 s at 13, 4.44 s against
+#: 4.81 s at 14.
+LIGHTNING_QUBITS = 15
 
 #: The same crossover with the device's own sampling (``shot_sampling="device"``), where
 #: default.qubit runs each shifted tape through PennyLane (RESULTS.md §12: 2.40 s against

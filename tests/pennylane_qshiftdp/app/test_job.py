@@ -535,7 +535,7 @@ def test_pca_statement_first_line_says_what_is_not_covered():
 
 def test_shots_auto_device_auto_and_eval_shots():
     from pennylane_qshiftdp.accountants.calibration import plan_shots
-    from pennylane_qshiftdp.app.job import resolve_device
+    from pennylane_qshiftdp.app.job import LIGHTNING_QUBITS, MAX_QUBITS, resolve_device
 
     cfg = TrainConfig(**{**TINY, "epochs": 1, "shots": "auto", "device": "auto"},
                       max_grad_norm="certified")
@@ -549,10 +549,10 @@ def test_shots_auto_device_auto_and_eval_shots():
     assert r.device == "default.qubit" and r.training_shots > 0
     assert r.shots == expected
     assert r.training_shots % r.shots == 0
-    # measured crossovers: 13 qubits with exact-law draws (the default), 10 with the device's
-    # own sampling
-    assert resolve_device(TrainConfig(qubits=12)) == "default.qubit"
-    assert resolve_device(TrainConfig(qubits=13)) == "lightning.qubit"
+    # measured crossovers: none up to the job's 14 qubits with exact-law draws (the default),
+    # 10 qubits with the device's own sampling
+    assert resolve_device(TrainConfig(qubits=14)) == "default.qubit"
+    assert LIGHTNING_QUBITS > MAX_QUBITS
     assert resolve_device(TrainConfig(qubits=9, shot_sampling="device")) == "default.qubit"
     assert resolve_device(TrainConfig(qubits=10, shot_sampling="device")) == "lightning.qubit"
     # one-qubit circuits per output: default.qubit however many outputs
