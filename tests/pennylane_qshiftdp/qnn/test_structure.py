@@ -158,6 +158,21 @@ def test_exact_law_draws_are_unchanged(monkeypatch):
         _assert_same(a, b)
 
 
+def _builds_of_three_more(layer, x, monkeypatch) -> int:
+    """How many times three more evaluations build the QNode's tape in full."""
+    builds = []
+    real = qml.workflow.construct_batch
+
+    def spy(*args, **kwargs):
+        builds.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(qml.workflow, "construct_batch", spy)
+    for _ in range(3):
+        evaluate_layer(layer, x)
+    return len(builds)
+
+
 @pytest.mark.parametrize("name,kept", [("templates", True), ("basic_entangler", True),
                                        ("gates", True), ("processing", False),
                                        ("user_gate", False)])
@@ -171,17 +186,7 @@ def test_which_structures_are_kept(name, kept, monkeypatch):
     evaluate_layer(layer, x)
     structures = list(_structure._STRUCTURES.get(layer, {}).values())
     assert any(isinstance(s, _structure.Structure) for s in structures) == kept
-    builds = []
-    real = qml.workflow.construct_batch
-
-    def spy(*args, **kwargs):
-        builds.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(qml.workflow, "construct_batch", spy)
-    for _ in range(3):
-        evaluate_layer(layer, x)
-    assert len(builds) == (0 if kept else 3)
+    assert _builds_of_three_more(layer, x, monkeypatch) == (0 if kept else 3)
 
 
 def test_refused_structure_is_not_checked_again(monkeypatch):
@@ -193,17 +198,7 @@ def test_refused_structure_is_not_checked_again(monkeypatch):
     monkeypatch.setattr(_structure, "_sources", lambda *args: None)
     evaluate_layer(layer, x)
     assert list(_structure._STRUCTURES[layer].values()) == [_structure._REFUSED]
-    builds = []
-    real = qml.workflow.construct_batch
-
-    def spy(*args, **kwargs):
-        builds.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(qml.workflow, "construct_batch", spy)
-    for _ in range(3):
-        evaluate_layer(layer, x)
-    assert len(builds) == 3
+    assert _builds_of_three_more(layer, x, monkeypatch) == 3
 
 
 def test_key_misses_on_what_changes_the_tape():

@@ -126,36 +126,31 @@ def _offsets(template, n_circuits: int, seed: int) -> list:
     return out
 
 
-@pytest.mark.parametrize("batch", [None, 1, 3])
-@pytest.mark.parametrize("which", sorted(set(MEASUREMENTS) - {"probs all"}))
-@pytest.mark.parametrize("seed", range(3))
-def test_stacked_circuits_equal_each_circuit_run_by_pennylane(seed, which, batch):
-    """``execute_offsets(analytic=True)`` on default.qubit simulates the merged circuits from
-    their stacked parameters (``simulate_stacked``: light cone, fusion, kernels, no operator
-    built); every circuit's values equal PennyLane's execution of that circuit alone, and the
-    device's tracker counts what the merged tapes would have counted."""
+def _check_against_pennylane(template, offsets, kernel: str):
+    """``execute_offsets(analytic=True)`` of ``template`` moved by ``offsets`` on default.qubit
+    runs through ``exact_law.<kernel>``; every circuit's values equal PennyLane's execution of
+    that circuit alone (1e-12), and the tracker counts what the run without that kernel
+    (the next route: merged circuits, built or stacked) counts."""
     from pennylane_qshiftdp.sampling import exact_law
 
-    template = _random_tape(seed, 3, batch, MEASUREMENTS[which]())
-    offsets = _offsets(template, 4, seed)
     dev = qml.device("default.qubit", wires=3)
     used = []
-    real = exact_law.simulate_stacked
+    real = getattr(exact_law, kernel)
 
     def spy(*args):
         out = real(*args)
         used.append(out is not None)
         return out
 
-    exact_law.simulate_stacked = spy
+    setattr(exact_law, kernel, spy)
     try:
         with qml.Tracker(dev) as ours:
             got = exact_law.execute_offsets(template, offsets, dev, analytic=True)
     finally:
-        exact_law.simulate_stacked = real
+        setattr(exact_law, kernel, real)
     assert used and all(used)
     base = template.get_parameters(trainable_only=False)
-    for c in range(4):
+    for c in range(len(got)):
         circuit = template.bind_new_parameters(
             [b + o[c] for b, o in zip(base, offsets, strict=True)], list(range(len(base))))
         (expected,) = qml.execute([circuit], dev, diff_method=None)
@@ -164,14 +159,26 @@ def test_stacked_circuits_equal_each_circuit_run_by_pennylane(seed, which, batch
         for g, e in pairs:
             assert np.shape(g) == np.shape(e)
             np.testing.assert_allclose(g, e, atol=1e-12, rtol=0)
-    exact_law.simulate_stacked = lambda *args: None  # the merged tapes, built
+    setattr(exact_law, kernel, lambda *args: None)
     try:
-        with qml.Tracker(dev) as built:
+        with qml.Tracker(dev) as other:
             exact_law.execute_offsets(template, offsets, dev, analytic=True)
     finally:
-        exact_law.simulate_stacked = real
+        setattr(exact_law, kernel, real)
     for key in ("batches", "simulations", "executions"):
-        assert ours.totals[key] == built.totals[key], key
+        assert ours.totals[key] == other.totals[key], key
+
+
+@pytest.mark.parametrize("batch", [None, 1, 3])
+@pytest.mark.parametrize("which", sorted(set(MEASUREMENTS) - {"probs all"}))
+@pytest.mark.parametrize("seed", range(3))
+def test_stacked_circuits_equal_each_circuit_run_by_pennylane(seed, which, batch):
+    """``execute_offsets(analytic=True)`` on default.qubit simulates the merged circuits from
+    their stacked parameters (``simulate_stacked``: light cone, fusion, kernels, no operator
+    built); every circuit's values equal PennyLane's execution of that circuit alone, and the
+    device's tracker counts what the merged tapes would have counted."""
+    template = _random_tape(seed, 3, batch, MEASUREMENTS[which]())
+    _check_against_pennylane(template, _offsets(template, 4, seed), "simulate_stacked")
 
 
 def test_stacked_declines_what_merged_tapes_cannot_broadcast():
@@ -190,23 +197,27 @@ def test_stacked_declines_what_merged_tapes_cannot_broadcast():
     assert simulate_stacked(template, fine, slice(0, 2), [qml.probs()]) is None
 
 
-@pytest.mark.parametrize("seed", range(2))
-def test_rows_split_between_threads_give_the_same_values_bit_for_bit(seed, monkeypatch):
-    """A large merged chunk is split between threads; every row evolves on its own, so the
-    values (and hence the exact-law draws) are bitwise those of one call."""
+def _assert_threads_change_nothing(template, offsets, workers, monkeypatch):
+    """The values with the rows split between ``workers`` threads are bitwise those of one
+    call (every row evolves on its own; the exact-law draws then are the same too)."""
     from pennylane_qshiftdp.sampling import exact_law
 
-    template = _random_tape(seed, 3, 3, MEASUREMENTS["expval, var, Hermitian"]())
-    offsets = _offsets(template, 7, seed)
     dev = qml.device("default.qubit", wires=3)
     monkeypatch.setattr(exact_law, "_workers", lambda: 1)
     one = exact_law.execute_offsets(template, offsets, dev, analytic=True)
-    monkeypatch.setattr(exact_law, "_workers", lambda: 3)
+    monkeypatch.setattr(exact_law, "_workers", lambda: workers)
     monkeypatch.setattr(exact_law, "_THREADED_AMPLITUDES", 1)
     split = exact_law.execute_offsets(template, offsets, dev, analytic=True)
     for a, b in zip(one, split, strict=True):
         for u, v in zip(a, b, strict=True):
             np.testing.assert_array_equal(u, v)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_rows_split_between_threads_give_the_same_values_bit_for_bit(seed, monkeypatch):
+    """A large merged chunk is split between threads: the same values, bit for bit."""
+    template = _random_tape(seed, 3, 3, MEASUREMENTS["expval, var, Hermitian"]())
+    _assert_threads_change_nothing(template, _offsets(template, 7, seed), 3, monkeypatch)
 
 
 # ------------------------------------------ shifted circuits from one suffix per parameter
@@ -287,45 +298,8 @@ def test_shifted_circuits_equal_each_circuit_run_by_pennylane(seed, which, batch
     suffix evolution per shifted angle (``simulate_shifts``); every circuit's values equal
     PennyLane's execution of that circuit alone (1e-12), and the device's tracker counts what
     the merged tapes would have counted."""
-    from pennylane_qshiftdp.sampling import exact_law
-
     template = _rotation_tape(seed, 3, batch, SHIFT_MEASUREMENTS[which]())
-    offsets = _shift_offsets(template, seed)
-    dev = qml.device("default.qubit", wires=3)
-    used = []
-    real = exact_law.simulate_shifts
-
-    def spy(*args):
-        out = real(*args)
-        used.append(out is not None)
-        return out
-
-    exact_law.simulate_shifts = spy
-    try:
-        with qml.Tracker(dev) as ours:
-            got = exact_law.execute_offsets(template, offsets, dev, analytic=True)
-    finally:
-        exact_law.simulate_shifts = real
-    assert used and all(used)
-    base = template.get_parameters(trainable_only=False)
-    n_circ = len(got)
-    for c in range(n_circ):
-        circuit = template.bind_new_parameters(
-            [b + o[c] for b, o in zip(base, offsets, strict=True)], list(range(len(base))))
-        (expected,) = qml.execute([circuit], dev, diff_method=None)
-        pairs = zip(got[c], expected, strict=True) if isinstance(expected, tuple) \
-            else [(got[c], expected)]
-        for g, e in pairs:
-            assert np.shape(g) == np.shape(e)
-            np.testing.assert_allclose(g, e, atol=1e-12, rtol=0)
-    exact_law.simulate_shifts = lambda *args: None  # the stacked circuits instead
-    try:
-        with qml.Tracker(dev) as stacked:
-            exact_law.execute_offsets(template, offsets, dev, analytic=True)
-    finally:
-        exact_law.simulate_shifts = real
-    for key in ("batches", "simulations", "executions"):
-        assert ours.totals[key] == stacked.totals[key], key
+    _check_against_pennylane(template, _shift_offsets(template, seed), "simulate_shifts")
 
 
 def test_shift_spec_declines_what_is_not_one_rotation_moved_by_half_pi():
@@ -352,16 +326,6 @@ def test_shift_spec_declines_what_is_not_one_rotation_moved_by_half_pi():
 
 @pytest.mark.parametrize("seed", range(2))
 def test_shifted_rows_split_between_threads_give_the_same_values_bit_for_bit(seed, monkeypatch):
-    from pennylane_qshiftdp.sampling import exact_law
-
+    """The suffix evolutions split between threads: the same values, bit for bit."""
     template = _rotation_tape(seed, 3, 5, SHIFT_MEASUREMENTS["expval product, Hermitian"]())
-    offsets = _shift_offsets(template, seed)
-    dev = qml.device("default.qubit", wires=3)
-    monkeypatch.setattr(exact_law, "_workers", lambda: 1)
-    one = exact_law.execute_offsets(template, offsets, dev, analytic=True)
-    monkeypatch.setattr(exact_law, "_workers", lambda: 2)
-    monkeypatch.setattr(exact_law, "_THREADED_AMPLITUDES", 1)
-    split = exact_law.execute_offsets(template, offsets, dev, analytic=True)
-    for a, b in zip(one, split, strict=True):
-        for u, v in zip(a, b, strict=True):
-            np.testing.assert_array_equal(u, v)
+    _assert_threads_change_nothing(template, _shift_offsets(template, seed), 2, monkeypatch)
