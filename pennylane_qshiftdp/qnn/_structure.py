@@ -21,6 +21,8 @@ circuit's structure cannot have changed:
   :data:`SELECTION_OPS`, whose decomposition is a fixed function of its type, wires and
   hyperparameters and places *elements* of its parameters in the gates (``AngleEmbedding``
   puts ``x[..., i]`` in ``RY``; ``StronglyEntanglingLayers`` puts ``w[l, i, k]`` in ``Rot``);
+* no two weights share a storage (tied weights), and the measurements' observables are keyed
+  by their exact data (an operator's ``hash`` prints its arrays, and numpy elides long ones);
 * the QNode has no transforms of its own.
 
 Under these conditions every gate parameter of the expanded tape is an element of an input
@@ -86,7 +88,31 @@ class Structure:
 
 def _constant_key(value):
     arr = np.asarray(value)
+    if arr.dtype == object:  # not a plain number or array (a sparse matrix, say)
+        raise TypeError(f"not a numeric constant: {type(value).__name__}")
     return (arr.dtype.str, arr.shape, arr.tobytes())
+
+
+def _value_key(value):
+    """An exact key of a hyperparameter or observable datum: arrays by their bytes (an
+    operator's ``hash`` prints arrays, and numpy elides long ones), containers recursively."""
+    if isinstance(value, torch.Tensor):
+        return _constant_key(value.detach().numpy())
+    if isinstance(value, (np.ndarray, np.generic)):
+        return _constant_key(value)
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_value_key(v) for v in value))
+    if isinstance(value, dict):
+        return tuple(sorted((k, _value_key(v)) for k, v in value.items()))
+    return repr(value)
+
+
+def _measurement_key(mp) -> tuple:
+    """The measurement's type, wires and observable: its structure (``hash``) and every datum
+    exactly."""
+    obs = mp.obs
+    data = () if obs is None else tuple(_value_key(d) for d in obs.data)
+    return (type(mp).__name__, tuple(mp.wires), mp.hash, data)
 
 
 def structure_key(qnode, raw_tape, leaves, input_grad: bool) -> tuple | None:
@@ -98,6 +124,8 @@ def structure_key(qnode, raw_tape, leaves, input_grad: bool) -> tuple | None:
     storages: dict[int, tuple[int, torch.Tensor]] = {}
     for i, leaf in enumerate(leaves):
         storages.setdefault(leaf.untyped_storage().data_ptr(), (i, leaf))
+    if len(storages) != len(leaves):
+        return None  # tied weights share a storage: a view would not say whose it is
     ops = []
     for op in raw_tape.operations:
         if type(op) not in SELECTION_OPS:
@@ -110,16 +138,27 @@ def structure_key(qnode, raw_tape, leaves, input_grad: bool) -> tuple | None:
                     return None  # computed from the leaves (classical processing)
                 params.append(view)
             elif isinstance(d, (float, int, np.ndarray, np.generic)):
-                params.append(("c", _constant_key(d)))
+                try:
+                    params.append(("c", _constant_key(d)))
+                except TypeError:
+                    return None
             else:
                 return None
-        ops.append((type(op), tuple(op.wires), repr(op.hyperparameters), tuple(params)))
+        try:
+            hyper = _value_key(op.hyperparameters)
+        except TypeError:
+            return None
+        ops.append((type(op), tuple(op.wires), hyper, tuple(params)))
     for mp in raw_tape.measurements:
         if mp.obs is not None and any(isinstance(d, torch.Tensor) for d in mp.obs.data):
             return None  # an observable built from tensors: its key would change every batch
+    try:
+        measurements = tuple(_measurement_key(mp) for mp in raw_tape.measurements)
+    except TypeError:
+        return None
     kwargs = tuple(sorted((k, id(v)) for k, v in qnode.gradient_kwargs.items()))
     device = qnode.device
-    return (tuple(ops), tuple(mp.hash for mp in raw_tape.measurements), qnode.shots,
+    return (tuple(ops), measurements, qnode.shots,
             id(device), device.name, tuple(device.wires or ()), id(qnode.diff_method), kwargs,
             tuple((tuple(leaf.shape), leaf.dtype) for leaf in leaves), bool(input_grad))
 

@@ -174,7 +174,8 @@ class EvaluationCache:
 
 
 def check_layer_measurements(tape) -> None:
-    """Refuse measurements without a parameter-shift gradient, saying what works."""
+    """Refuse measurements without a parameter-shift gradient, saying what works, and
+    observables the per-example evaluation cannot read (``SparseHamiltonian``)."""
     for mp in tape.measurements:
         if not isinstance(mp, (qml.measurements.ExpectationMP, qml.measurements.VarianceMP,
                                qml.measurements.ProbabilityMP)):
@@ -183,6 +184,25 @@ def check_layer_measurements(tape) -> None:
                 f"parameter-shift gradient. Supported returns: expval (one, several in a list "
                 f"or tuple, Hamiltonians and sums), var and probs."
             )
+        if mp.obs is not None and any(isinstance(op, qml.SparseHamiltonian)
+                                      for op in _operands(mp.obs)):
+            raise NotImplementedError(
+                f"{TRANSFORM_NAME}: the TorchLayer's QNode measures `{mp}`; a "
+                f"SparseHamiltonian observable is not supported by the per-example "
+                f"evaluation. Use qml.Hermitian with its dense matrix, or a Hamiltonian of "
+                f"Pauli words (qml.dot(coeffs, ops))."
+            )
+
+
+def _operands(op) -> list:
+    """``op`` and, for sums, products and scalar products, every operand within it."""
+    out = [op]
+    for child in getattr(op, "operands", ()) or ():
+        out.extend(_operands(child))
+    base = getattr(op, "base", None)
+    if base is not None:
+        out.extend(_operands(base))
+    return out
 
 
 def num_outputs(mp, num_wires: int) -> int:
@@ -289,6 +309,7 @@ def _prepare(layer, inputs: torch.Tensor, input_grad: bool) -> _Prepared:
     # The expanded tape of a structure seen before is replayed from the leaves' values
     # (module _structure: only where it provably equals the full construction).
     raw = qml.tape.make_qscript(qnode.func, shots=qnode.shots)(**kwargs)
+    check_layer_measurements(raw)
     skey = structure_key(qnode, raw, [x_leaf, *w_leaves], input_grad)
     x_np = x_leaf.detach().numpy()
     kept = lookup_structure(layer, skey)

@@ -1,6 +1,7 @@
 """Reusing a layer's expanded circuit between batches: the same evaluations as building it
 afresh, batch after batch, and a full build wherever the structure may depend on values."""
 
+import numpy as np
 import pennylane as qml
 import pytest
 import torch
@@ -245,3 +246,84 @@ def test_function_raising_at_the_second_point_is_built_afresh():
     assert list(_structure._STRUCTURES[layer].values()) == [_structure._REFUSED]
     reference = evaluate_layer(_layer(body, shapes), x)
     _assert_same(ev, reference)
+
+
+def test_observables_whose_hashes_collide_are_told_apart():
+    """PennyLane's operator hash prints the observable's data, and numpy elides long arrays:
+    two 32×32 Hermitian observables differing in a middle entry hash alike. The key reads the
+    data exactly, so changing the observable between batches is never replayed stale."""
+    n = 5
+    current = {"M": np.diag(np.arange(32.0))}
+
+    def body(inputs, weights):
+        qml.AngleEmbedding(inputs, wires=range(n), rotation="Y")
+        qml.BasicEntanglerLayers(weights, wires=range(n))
+
+    dev = qml.device("default.qubit", wires=n)
+
+    def circuit(inputs, weights):
+        body(inputs, weights)
+        return qml.expval(qml.Hermitian(current["M"], wires=range(n)))
+
+    qnode = qml.QNode(circuit, dev, interface="torch", diff_method=qs.param_shift)
+    torch.manual_seed(2)
+    layer = qs.qnn.TorchLayer(qnode, {"weights": (1, n)}).double()
+    x = torch.rand(3, n, dtype=torch.float64)
+    evaluate_layer(layer, x)
+    changed = np.diag(np.arange(32.0))
+    changed[15, 15] = 100.0
+    assert qml.Hermitian(changed, wires=range(n)).hash == \
+        qml.Hermitian(current["M"], wires=range(n)).hash  # the collision
+    current["M"] = changed
+    got = evaluate_layer(layer, x)
+
+    def reference(inputs, weights):
+        body(inputs, weights)
+        return qml.expval(qml.Hermitian(changed, wires=range(n)))
+
+    ref = qml.QNode(reference, dev, interface="torch", diff_method="backprop")
+    w = layer.qnode_weights["weights"].detach()
+    torch.testing.assert_close(got.outputs[:, 0], ref(x, w), atol=1e-10, rtol=0)
+
+
+def test_tied_weights_are_not_replayed():
+    """Two weights tied to one tensor share a storage: a view of it would not say which weight
+    a gate reads, so the structure is built afresh and each weight gets its own gradient."""
+    dev = qml.device("default.qubit", wires=1)
+
+    def circuit(inputs, a, b):
+        qml.RY(inputs[..., 0], wires=0)
+        if float(inputs[0, 0]) > 0.5:
+            qml.RX(a[0], wires=0)
+        else:
+            qml.RX(b[0], wires=0)
+        return qml.expval(qml.Z(0))
+
+    tied = torch.tensor([0.7], dtype=torch.float64)
+    qnode = qml.QNode(circuit, dev, interface="torch", diff_method=qs.param_shift)
+    layer = qs.qnn.TorchLayer(qnode, {"a": (1,), "b": (1,)},
+                              init_method={"a": tied, "b": tied}).double()
+    assert layer.qnode_weights["a"].data_ptr() == layer.qnode_weights["b"].data_ptr()
+    evaluate_layer(layer, torch.tensor([[0.9]], dtype=torch.float64))  # the branch on a
+    x = torch.tensor([[0.1]], dtype=torch.float64)  # the branch on b
+    grads = evaluate_layer(layer, x).per_example_weight_grads(torch.ones(1, 1))
+    expected = -np.sin(0.7) * np.cos(0.1)  # d/db cos(0.1) cos(b) at b = 0.7
+    np.testing.assert_allclose(grads.numpy(), [[0.0, expected]], atol=1e-12)
+    assert not any(isinstance(s, _structure.Structure)
+                   for s in _structure._STRUCTURES.get(layer, {}).values())
+
+
+def test_sparse_hamiltonian_is_refused_with_what_to_use():
+    dev = qml.device("default.qubit", wires=2)
+    sparse = qml.SparseHamiltonian(qml.Hamiltonian([1.0], [qml.Z(0) @ qml.Z(1)]).sparse_matrix(),
+                                   wires=[0, 1])
+
+    def circuit(inputs, weights):
+        qml.AngleEmbedding(inputs, wires=range(2), rotation="Y")
+        qml.RX(weights[0], wires=0)
+        return qml.expval(sparse)
+
+    qnode = qml.QNode(circuit, dev, interface="torch", diff_method=qs.param_shift)
+    layer = qs.qnn.TorchLayer(qnode, {"weights": (1,)}).double()
+    with pytest.raises(NotImplementedError, match="SparseHamiltonian.*qml.Hermitian"):
+        evaluate_layer(layer, torch.rand(2, 2, dtype=torch.float64))
