@@ -17,8 +17,8 @@ The families (``benchmarks/RESULTS.md``, "Utility against linear DP-SGD", gives 
   norm. Two classes: logistic loss on logits :math:`10 f`, clip 0.3, lr 0.5, 20 epochs;
   :math:`K \ge 3`: softmax cross-entropy on :math:`5 f`, clip 1.0, lr 0.3, 10 epochs (8 from
   1 000 training examples on); expected batch 64 (128 from 1 000 examples on). Without noise
-  (``epsilon=inf``,
-  no clipping): lr 0.01 and 40 epochs (two classes) or lr 0.03 and 20 epochs, batch 32.
+  (``epsilon=inf``, no clipping): lr 0.01 and 40 epochs (two classes) or lr 0.03 and 20 epochs,
+  batch 32.
 
 The private settings were chosen as one setting per family (not per data set) on validation
 splits: 25 % of the training split held out (seeds 100–107, 8 splits), scored by mean

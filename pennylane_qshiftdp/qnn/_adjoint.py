@@ -36,7 +36,7 @@ from pennylane.devices.qubit import apply_operation
 from pennylane.measurements import ExpectationMP
 
 from ..sampling._circuit_fusion import fuse_single_qubit
-from ..sampling._state_vector import apply_gate, evolve, one_qubit
+from ..sampling._state_vector import PAULI_MATRICES, apply_gate, evolve, one_qubit
 
 __all__: list[str] = []
 
@@ -116,9 +116,9 @@ def _inner_imag(bra: np.ndarray, ket: np.ndarray) -> np.ndarray:
 
 # The generators of the one-qubit rotations: X, Y, Z and the projector on |1> (PhaseShift).
 _GENERATOR_MATRICES = {
-    "RX": np.array([[0, 1], [1, 0]], dtype=np.complex128),
-    "RY": np.array([[0, -1j], [1j, 0]], dtype=np.complex128),
-    "RZ": np.array([[1, 0], [0, -1]], dtype=np.complex128),
+    "RX": PAULI_MATRICES["X"],
+    "RY": PAULI_MATRICES["Y"],
+    "RZ": PAULI_MATRICES["Z"],
     "PhaseShift": np.array([[0, 0], [0, 1]], dtype=np.complex128),
 }
 

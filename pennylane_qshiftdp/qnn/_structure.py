@@ -46,8 +46,8 @@ import numpy as np
 import pennylane as qml
 import torch
 
-__all__ = ["SELECTION_OPS", "Structure", "flat_weights", "lookup", "record", "replay",
-           "structure_key"]
+__all__ = ["SELECTION_OPS", "Structure", "flat_weights", "lookup", "numpy_params", "record",
+           "replay", "structure_key"]
 
 #: PennyLane gates and templates whose decomposition places elements of their parameters in
 #: gates, with a structure fixed by type, wires and hyperparameters (not by values).
@@ -177,11 +177,16 @@ def _view_of(tensor, storages) -> tuple | None:
             tuple(tensor.stride()))
 
 
+def numpy_params(params) -> list:
+    """A tape's parameters as numpy arrays (torch tensors detached)."""
+    return [np.asarray(p.detach().numpy() if isinstance(p, torch.Tensor) else p)
+            for p in params]
+
+
 def _sources(params, deps, x_np, w_flat) -> list | None:
     """Per tape parameter its source, read off its dependencies and checked on its value."""
     sources: list[tuple] = []
-    for p, (on_x, row, gx) in zip(params, deps, strict=True):
-        value = np.asarray(p.detach().numpy() if isinstance(p, torch.Tensor) else p)
+    for p, value, (on_x, row, gx) in zip(params, numpy_params(params), deps, strict=True):
         if on_x:
             g = gx.reshape(gx.shape[0], -1).numpy()
             cols = np.flatnonzero(np.any(g != 0, axis=0))
@@ -259,8 +264,7 @@ def _checked(params, deps, fwd, x_np, w_leaves, build):
     if sources is None:
         return _REFUSED
     structure = Structure(fwd, sources, deps)
-    full = [np.asarray(p.detach().numpy() if isinstance(p, torch.Tensor) else p)
-            for p in params]
+    full = numpy_params(params)
     if not _same(replay(structure, x_np, w_flat), full):
         return _REFUSED
     rng = np.random.default_rng(len(full))

@@ -62,7 +62,7 @@ from ._shift_plan import (
     shifted_tapes,
     unbroadcast,
 )
-from ._structure import flat_weights, replay, structure_key
+from ._structure import flat_weights, numpy_params, replay, structure_key
 from ._structure import lookup as lookup_structure
 from ._structure import record as record_structure
 from .private_qnode import check_private_qnode
@@ -322,8 +322,7 @@ def _prepare(layer, inputs: torch.Tensor, input_grad: bool) -> _Prepared:
         tape = _expanded_tape(qnode, kwargs)
         params = tape.get_parameters(trainable_only=False)
         deps = param_dependencies(params, x_leaf, w_leaves)
-        np_params = [np.asarray(p.detach().numpy() if isinstance(p, torch.Tensor) else p)
-                     for p in params]
+        np_params = numpy_params(params)
         # Broadcast tapes with batch size 1 keep their batch axis; an unbroadcast tape
         # (every gate parameter scalar) is evaluated once and shared by the batch.
         fwd = tape.bind_new_parameters(np_params, list(range(len(np_params))))
@@ -332,9 +331,7 @@ def _prepare(layer, inputs: torch.Tensor, input_grad: bool) -> _Prepared:
             # leaves that require grad, as here: the expansion depends on trainability
             kw2 = {layer.input_arg: torch.as_tensor(x2).requires_grad_(True),
                    **{k: w.requires_grad_(True) for k, w in zip(names, w2, strict=True)}}
-            params2 = _expanded_tape(qnode, kw2).get_parameters(trainable_only=False)
-            np2 = [np.asarray(p.detach().numpy() if isinstance(p, torch.Tensor) else p)
-                   for p in params2]
+            np2 = numpy_params(_expanded_tape(qnode, kw2).get_parameters(trainable_only=False))
             return np2, fwd.bind_new_parameters(np2, list(range(len(np2))))
 
         record_structure(layer, skey, params, deps, fwd, x_np, w_leaves, build)

@@ -21,7 +21,7 @@ from pennylane.measurements import ExpectationMP, ProbabilityMP, VarianceMP
 
 from ._circuit_fusion import light_cone, matmul_2x2, one_qubit_matrix, rotation_matrix
 
-__all__ = ["apply_gate", "evolve", "one_qubit", "record_executions", "shift_spec",
+__all__ = ["PAULI_MATRICES", "apply_gate", "evolve", "one_qubit", "record_executions", "shift_spec",
            "simulate_shifts", "simulate_stacked", "simulate_tapes", "track_execution"]
 
 
@@ -338,9 +338,10 @@ def simulate_stacked(template, stacked, rows: slice, measurements) -> tuple | No
 # evolved together with it. Derived here (elementary); tested against PennyLane's execution of
 # every shifted circuit.
 
-_PAULIS = {"X": np.array([[0, 1], [1, 0]], dtype=complex),
-           "Y": np.array([[0, -1j], [1j, 0]], dtype=complex),
-           "Z": np.array([[1, 0], [0, -1]], dtype=complex)}
+#: The Pauli matrices, by axis.
+PAULI_MATRICES = {"X": np.array([[0, 1], [1, 0]], dtype=np.complex128),
+                  "Y": np.array([[0, -1j], [1j, 0]], dtype=np.complex128),
+                  "Z": np.array([[1, 0], [0, -1]], dtype=np.complex128)}
 
 # Gates whose parameter is the angle of a Pauli rotation, and its axis.
 _ROTATION_AXES = {qml.RX: "X", qml.RY: "Y", qml.RZ: "Z", qml.PhaseShift: "Z"}
@@ -499,7 +500,7 @@ def simulate_shifts(template, spec, measurements, rows: slice) -> tuple | None:
             for param, axis, mat in parts:
                 run.append(("m", mat))
                 if param in shifted:
-                    run.append(("g", param, _PAULIS[axis]))
+                    run.append(("g", param, PAULI_MATRICES[axis]))
             continue
         for w in mapped:
             flush(w)

@@ -280,23 +280,8 @@ def _run_shifts(device, template, offsets, measurements, max_amplitudes,
     beff = template.batch_size or 1
     n_circ = len(spec)
     n_blocks = 1 + len({s[0] for s in spec if s is not None})
-    workers = min(_workers(), 4)
-    amplitudes = n_blocks * beff * 2 ** max(len(template.wires), 1)
-    if workers < 2 or amplitudes < _THREADED_AMPLITUDES or beff < workers or \
-            template.batch_size is None:
-        done = simulate_shifts(template, spec, measurements, slice(0, beff))
-    else:
-        if not _POOL:
-            _POOL.append(ThreadPoolExecutor(max_workers=workers,
-                                            thread_name_prefix="qshiftdp-kernels"))
-        bounds = np.linspace(0, beff, workers + 1).astype(int)
-        parts = list(_POOL[0].map(
-            lambda ab: simulate_shifts(template, spec, measurements, slice(*ab)),
-            zip(bounds[:-1], bounds[1:], strict=True)))
-        if any(part is None for part in parts):
-            return None
-        done = ([np.concatenate([part[0][i] for part in parts], axis=1)
-                 for i in range(len(measurements))], parts[0][1])
+    done = _in_threads(lambda rows: simulate_shifts(template, spec, measurements, rows),
+                       0, beff, n_blocks * 2 ** max(len(template.wires), 1), row_axis=1)
     if done is None:
         return None
     values, broadcast = done  # per measurement (C, rows, ...); rows 1 if unbroadcast
@@ -306,8 +291,7 @@ def _run_shifts(device, template, offsets, measurements, max_amplitudes,
         stop = min(start + step, n_circ)
         part = [v[start:stop] for v in values]
         if broadcast:
-            part = [np.broadcast_to(v, (v.shape[0], beff, *v.shape[2:])).reshape(
-                (stop - start) * beff, *v.shape[2:]) for v in part]
+            part = [v.reshape((stop - start) * beff, *v.shape[2:]) for v in part]
         else:
             part = [v[:1, 0] for v in part]  # one shared row: an unbroadcast merged tape
         chunks.append((stop - start, part, broadcast))
@@ -331,25 +315,32 @@ def _workers() -> int:
 
 
 def _simulate_rows(template, stacked, start: int, stop: int, measurements):
-    """:func:`simulate_stacked` of the rows ``start:stop``, split between threads when the
-    chunk is large (:data:`_THREADED_AMPLITUDES`)."""
+    """:func:`simulate_stacked` of the rows ``start:stop`` (split between threads when the
+    chunk is large)."""
+    return _in_threads(lambda rows: simulate_stacked(template, stacked, rows, measurements),
+                       start, stop, 2 ** max(len(template.wires), 1), row_axis=0)
+
+
+def _in_threads(simulate, start: int, stop: int, amplitudes_per_row: int, *, row_axis: int):
+    """``simulate(rows)`` (``(values, broadcast)`` or ``None``) of the rows ``start:stop``,
+    split between threads from :data:`_THREADED_AMPLITUDES` amplitudes; the parts' values are
+    joined along ``row_axis`` (an unbroadcast result is one row shared by every part)."""
     workers = min(_workers(), 4)
-    amplitudes = (stop - start) * 2 ** max(len(template.wires), 1)
-    if workers < 2 or amplitudes < _THREADED_AMPLITUDES or stop - start < workers:
-        return simulate_stacked(template, stacked, slice(start, stop), measurements)
+    if workers < 2 or stop - start < workers or \
+            (stop - start) * amplitudes_per_row < _THREADED_AMPLITUDES:
+        return simulate(slice(start, stop))
     if not _POOL:
         _POOL.append(ThreadPoolExecutor(max_workers=workers,
                                         thread_name_prefix="qshiftdp-kernels"))
     bounds = np.linspace(start, stop, workers + 1).astype(int)
-    parts = list(_POOL[0].map(
-        lambda ab: simulate_stacked(template, stacked, slice(*ab), measurements),
-        zip(bounds[:-1], bounds[1:], strict=True)))
+    parts = list(_POOL[0].map(lambda ab: simulate(slice(*ab)),
+                              zip(bounds[:-1], bounds[1:], strict=True)))
     if any(part is None for part in parts):
         return None
-    if not parts[0][1]:  # unbroadcast: one row shared by every part
+    if not parts[0][1]:
         return parts[0]
-    return [np.concatenate([part[0][i] for part in parts]) for i in range(len(measurements))], \
-        True
+    return [np.concatenate([part[0][i] for part in parts], axis=row_axis)
+            for i in range(len(parts[0][0]))], True
 
 
 def _run(device, tapes) -> list:
