@@ -9,6 +9,8 @@ used no Poisson batch.
 
 from __future__ import annotations
 
+import collections
+
 import torch
 from opacus.data_loader import dtype_safe, shape_safe, wrap_collate_with_empty
 from opacus.utils.uniform_sampler import (
@@ -69,24 +71,61 @@ def private_dataset(data_loader):
 
 
 class CountingBatchSampler:
-    """A Poisson batch sampler that counts the batches it yields.
+    """A Poisson batch sampler that counts the batches it yields and remembers, in order, the
+    size of every batch drawn and not yet stepped.
 
-    The optimizer warns when a step used no batch drawn from it (a loop over another loader
-    would void the ledger's Poisson-sampling assumption). Opacus's ``BatchMemoryManager``
-    splits the batches of this sampler, so it keeps counting there too.
+    The optimizer matches each step with the oldest batch drawn and not yet stepped
+    (:meth:`consume`), so drawing several batches before stepping through them one by one, or
+    a loader that prefetches (worker processes), is one batch per step; a step over several
+    batches (concatenated, or one skipped) is not, and is refused. A step that drew no batch
+    is reported (another loader's batches void the ledger's sampling assumption). Opacus's
+    ``BatchMemoryManager`` splits the batches of this sampler; the optimizer matches the
+    whole logical batch.
     """
 
     def __init__(self, inner):
         self.inner = inner
         self.batches_drawn = 0
+        # (iteration, size) of every batch drawn and not yet stepped, oldest first.
+        self._outstanding: collections.deque[tuple[int, int]] = collections.deque()
+        self._iterations = 0
 
     def __iter__(self):
+        self._iterations += 1
+        iteration = self._iterations
         for batch in self.inner:
             self.batches_drawn += 1
+            self._outstanding.append((iteration, len(batch)))
             yield batch
 
     def __len__(self) -> int:
         return len(self.inner)
+
+    @property
+    def outstanding(self) -> int:
+        """How many batches were drawn and not yet stepped."""
+        return len(self._outstanding)
+
+    def consume(self, rows: int) -> bool:
+        """Mark the oldest batch drawn and not yet stepped as stepped, if it has ``rows``
+        examples; ``False`` (nothing marked) otherwise.
+
+        Batches left over from an abandoned iteration of the loader (a loop that stopped
+        early while worker processes had prefetched) are dropped when the step matches the
+        oldest batch of a later iteration: a batch never stepped releases nothing.
+        """
+        while self._outstanding:
+            iteration, size = self._outstanding[0]
+            if size == rows:
+                self._outstanding.popleft()
+                return True
+            later = next((j for j, (it, _) in enumerate(self._outstanding) if it != iteration),
+                         None)
+            if later is None or self._outstanding[later][1] != rows:
+                return False
+            for _ in range(later):
+                self._outstanding.popleft()
+        return False
 
     def __getattr__(self, name):
         return getattr(self.inner, name)

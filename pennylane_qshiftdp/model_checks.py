@@ -23,7 +23,7 @@ from .gradients.sensitivity_bound import sensitivity
 from .qnn.evaluation import gradient_route
 from .qnn.private_qnode import check_private_qnode
 
-__all__ = ["check_per_example_loss", "preserved_shot_rngs"]
+__all__ = ["check_per_example_loss", "check_training_buffers", "preserved_shot_rngs"]
 
 
 def torch_layers(module: torch.nn.Module) -> list[qml.qnn.TorchLayer]:
@@ -59,6 +59,71 @@ def check_supported(module: torch.nn.Module, layers) -> None:
     errors = GradSampleModule.validate(module, strict=False)
     if errors:
         raise SensitivityError(f"Opacus cannot make this module private: {errors}")
+
+
+def _statistics_message(name: str, m: torch.nn.Module, what: str) -> str:
+    return (f"Module {name or type(m).__name__!r} ({type(m).__name__}) {what}: its buffers are "
+            f"computed from the private batch and saved in the state dict without noise (ε = ∞ "
+            f"for whatever they reveal), whether or not it has trainable parameters. Remove "
+            f"it, use a per-example normalisation (GroupNorm, LayerNorm, InstanceNorm without "
+            f"running statistics), or switch the module to eval mode with statistics fixed "
+            f"from public data before calling make_private.")
+
+
+def check_training_buffers(module: torch.nn.Module, example) -> None:
+    """Refuse modules whose buffers a training forward pass updates (running statistics),
+    and BatchNorm in train mode, whatever their trainable parameters.
+
+    Opacus's ``ModuleValidator`` visits trainable modules only, so a ``BatchNorm1d(affine=
+    False)`` passes it, although after one step its ``running_mean`` is 0.1 × the private
+    batch mean, saved in the state dict. Two checks, on public information only: (1) every
+    normalisation module of torch in train mode that keeps running statistics or normalises
+    over the batch; (2) a forward pass in train mode (no gradients) on a synthetic batch of
+    two — zeros and seeded uniform values of the example's shape, never data — after which
+    any changed buffer is refused. Buffers are restored after the probe.
+
+    Args:
+        module: the model (train mode, as it will be trained).
+        example: one example (only its shape and dtype are used).
+
+    Raises:
+        SensitivityError: naming the module and what to use instead.
+    """
+    for name, m in module.named_modules():
+        if not m.training:
+            continue
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+            raise SensitivityError(_statistics_message(
+                name, m, "normalises each example by statistics of the whole batch and "
+                         "keeps running statistics"))
+        if isinstance(m, torch.nn.modules.batchnorm._NormBase) and m.track_running_stats:
+            raise SensitivityError(_statistics_message(name, m, "keeps running statistics"))
+    buffers = [(name, b) for name, b in module.named_buffers() if b is not None]
+    if not buffers:
+        return
+    saved = [b.detach().clone() for _, b in buffers]
+    zero = torch.zeros_like(torch.as_tensor(example))
+    gen = torch.Generator().manual_seed(0)
+    batch = torch.stack([zero, torch.rand(zero.shape, generator=gen,
+                                          dtype=torch.float64).to(zero.dtype)])
+    try:
+        with torch.no_grad(), preserved_shot_rngs(module):
+            module(batch)
+    except Exception:  # noqa: BLE001 - a probe only: what it cannot run, it cannot judge
+        pass
+    finally:
+        changed = [name for (name, b), old in zip(buffers, saved, strict=True)
+                   if b.shape != old.shape or not torch.equal(b, old)]
+        with torch.no_grad():
+            for (_, b), old in zip(buffers, saved, strict=True):
+                if b.shape == old.shape:
+                    b.copy_(old)
+    if changed:
+        raise SensitivityError(
+            f"A forward pass in train mode changes the buffer(s) {changed}: they are computed "
+            f"from the private batch and saved in the state dict without noise (ε = ∞ for "
+            f"whatever they reveal). Remove the modules that update them, or switch those "
+            f"modules to eval mode with values fixed from public data before make_private.")
 
 
 # Synthetic inputs of the coverage probe besides zeros: seeded, public, of the example's shape.

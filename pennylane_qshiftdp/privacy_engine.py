@@ -43,6 +43,7 @@ from .model_checks import (
     certified_coverage,
     check_per_example_loss,
     check_supported,
+    check_training_buffers,
     feeds_data,
     gradient_routes,
     layer_sensitivity,
@@ -549,6 +550,7 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
     with preserved_shot_rngs(model.module):
         sampling = _prepare_sampling(data_loader, sample_rate, epochs)
         example = sampling.dataset[0][0]
+        check_training_buffers(model.module, example)
         sens = _prepare_sensitivity(model, example, max_grad_norm=max_grad_norm, credit=credit,
                                     loss=loss, adaptive_clipping=adaptive_clipping,
                                     jacobian_bound=jacobian_bound)

@@ -232,6 +232,8 @@ class _Canaries:
             add = rows[:, off:off + n].reshape(len(rows), *p.shape).to(gs.device, gs.dtype)
             p.grad_sample = torch.cat([gs, add])
             off += n
+        # the canaries are extra rows of this step, beside the loader's batch
+        opt._step_stats["injected_rows"] = opt._step_stats.get("injected_rows", 0) + len(rows)
         self._pending = (v, c2)
 
     def _score(self, opt):

@@ -30,8 +30,7 @@ import pennylane as qml
 import torch
 from opacus.grad_sample import register_grad_sampler
 
-from ..qnn._outputs import stacked_parts
-from ..qnn.evaluation import GradSampleRecord, evaluate_layer
+from ..qnn.evaluation import GradSampleRecord
 from ..qnn.private_qnode import check_private_qnode, pennylane_layer_message
 from ..qnn.torch_layer import TorchLayer
 
@@ -56,7 +55,10 @@ def torch_layer_grad_sampler(layer: TorchLayer, activations: Sequence[torch.Tens
         SensitivityError: if the QNode's diff method is not the private transform.
     """
     check_private_qnode(layer.qnode)
-    if any(getattr(w, "grad_sample", None) is not None for w in layer.qnode_weights.values()):
+    # Only trainable weights: a weight frozen since the last step keeps the per-example
+    # gradient it had then (Opacus's zero_grad clears trainable parameters only).
+    if any(getattr(w, "grad_sample", None) is not None
+           for w in layer.qnode_weights.values() if w.requires_grad):
         # Opacus promotes per-example gradients at the end of a backward pass: one still held
         # here means a second backward pass before optimizer.step(). Opacus would fail later
         # with a shape error; its rows would be clipped apart from this pass's (sensitivity 2C).
@@ -74,12 +76,12 @@ def torch_layer_grad_sampler(layer: TorchLayer, activations: Sequence[torch.Tens
         layer.evaluations.last_grad_sample = None
         return {w: torch.zeros(0, *w.shape, dtype=w.dtype) for w in weights.values()
                 if w.requires_grad}
-    ev = layer.evaluations.pop(xb)
-    if ev is None:
-        ev = evaluate_layer(layer, xb)
+    # The evaluation of exactly the forward pass whose activations Opacus hands over (same
+    # input rows and weights, byte for byte); never re-evaluated here, never another batch's.
+    ev = layer.evaluations.pop(xb, weights.values())
     rows_n = xb.shape[0]
     rows = backprops.detach()
-    stacked = stacked_parts(layer, xb)
+    stacked = ev.layout.stacked
     if stacked:  # PennyLane's layer stacked the parts: (n_parts, *batch, d)
         rows = rows.reshape(stacked, rows_n, -1).transpose(0, 1)
     rows = rows.reshape(rows_n, -1).double()

@@ -16,7 +16,7 @@ import pennylane as qml
 from .. import _compat
 from .observables import TRANSFORM_NAME, check_measurements
 
-__all__ = ["shift_rule_coefficients"]
+__all__ = ["check_differentiable", "shift_rule_coefficients"]
 
 
 def _extract_param_rows(out, tape) -> np.ndarray:
@@ -79,9 +79,95 @@ def shift_rule_coefficients(tape: qml.tape.QuantumScript, **gradient_kwargs: Any
     return coefficient_matrix(fn, tape, len(tapes))
 
 
+def _is_complex(value) -> bool:
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and hasattr(dtype, "is_complex"):  # a torch dtype
+        return bool(dtype.is_complex)
+    return bool(np.iscomplexobj(value))
+
+
+def check_differentiable(tape: qml.tape.QuantumScript, indices=None) -> None:
+    """Refuse tape parameters that a parameter-shift rule cannot differentiate, naming the
+    operation and what works instead.
+
+    A parameter-shift rule differentiates a *real* gate parameter by re-running the circuit
+    with that parameter moved. PennyLane's ``param_shift`` returns 0 for a complex parameter
+    (``qml.exp(P, 1j * w)``), and cannot build shifted circuits of an operation whose
+    parameters it cannot rebind (``qml.evolve`` of a Hamiltonian of several terms).
+
+    Args:
+        tape: the tape (expanded for the transform).
+        indices: the tape parameters that will be differentiated (default: the trainable
+            ones).
+
+    Raises:
+        NotImplementedError: for a complex parameter or an operation whose parameters cannot
+            be rebound.
+    """
+    indices = tape.trainable_params if indices is None else indices
+    num_op_params = sum(len(op.data) for op in tape.operations)
+    seen: set[int] = set()
+    for i in indices:
+        if i >= num_op_params:
+            continue  # an observable's parameter (refused elsewhere if trainable)
+        info = tape.par_info[i]
+        op, value = info["op"], info["op"].data[info["p_idx"]]
+        if _is_complex(value):
+            raise NotImplementedError(
+                f"{TRANSFORM_NAME}: a differentiated parameter of `{op.name}` on wires "
+                f"{op.wires.tolist()} is complex ({value!r}); a parameter-shift rule "
+                f"differentiates real gate parameters only (PennyLane's param_shift silently "
+                f"returns 0 here). Let the weight enter through a real angle: e.g. "
+                f"exp(i·w·P) for a Pauli word P is qml.PauliRot(-2 * w, word, wires)."
+            )
+        if id(op) in seen:
+            continue
+        seen.add(id(op))
+        try:
+            qml.ops.functions.bind_new_parameters(op, list(op.data))
+        except Exception as err:  # noqa: BLE001 - PennyLane cannot shift this operation
+            raise NotImplementedError(
+                f"{TRANSFORM_NAME}: PennyLane cannot rebind the parameters of `{op.name}` on "
+                f"wires {op.wires.tolist()} ({type(err).__name__}: {err}), so no shifted "
+                f"circuit of it can be built. "
+                f"{_instead(op)}"
+            ) from err
+
+
+def _instead(op) -> str:
+    """What to write instead of an operation that cannot be shifted."""
+    if isinstance(op, qml.ops.op_math.Evolution):
+        return ("For a Hamiltonian of several terms write qml.ApproxTimeEvolution(H, t, n) or "
+                "qml.TrotterProduct(H, t, n) (PauliRot gates, each with a shift rule), or "
+                "qml.evolve of a single Pauli word.")
+    return ("Use gates with a parameter-shift rule (PennyLane's rotations, PauliRot, "
+            "IsingXX/YY/ZZ, controlled rotations) or a template built from them.")
+
+
+def _unshiftable(tape, err) -> NotImplementedError:
+    """The refusal for a tape on which PennyLane's ``param_shift`` itself fails: the first
+    trainable operation on which it fails alone is named."""
+    for t_idx in tape.trainable_params:
+        op = tape.par_info[t_idx]["op"]
+        if not isinstance(op, qml.operation.Operator) or op in tape.observables:
+            continue
+        single = qml.tape.QuantumScript([op], tape.measurements, shots=tape.shots)
+        single.trainable_params = list(range(len(op.data)))
+        try:
+            qml.gradients.param_shift(single, fallback_fn=None)
+        except Exception as inner:  # noqa: BLE001 - this is the operation PennyLane fails on
+            return NotImplementedError(
+                f"{TRANSFORM_NAME}: PennyLane's param_shift cannot differentiate `{op.name}` on "
+                f"wires {op.wires.tolist()} ({type(inner).__name__}: {inner}). {_instead(op)}")
+    return NotImplementedError(
+        f"{TRANSFORM_NAME}: PennyLane's param_shift failed on this circuit "
+        f"({type(err).__name__}: {err}). {_instead(None)}")
+
+
 def pennylane_tapes(tape, argnum=None, shifts=None, gradient_recipes=None, f0=None,
                      broadcast=False):
     check_measurements(tape)
+    check_differentiable(tape)
     try:
         return qml.gradients.param_shift(
             tape,
@@ -107,6 +193,10 @@ def pennylane_tapes(tape, argnum=None, shifts=None, gradient_recipes=None, f0=No
             f"Such a gradient has no a-priori bound, so it cannot be privatised without "
             f"clipping."
         ) from err
+    except (TypeError, IndexError, KeyError, AttributeError, ZeroDivisionError) as err:
+        # PennyLane fails inside its own rule for this circuit (e.g. a controlled PauliRot):
+        # refuse, naming the operation, rather than surface its internal error.
+        raise _unshiftable(tape, err) from err
 
 
 def expand_tape(tape, argnum=None, shifts=None, gradient_recipes=None, fallback_fn=None, f0=None,

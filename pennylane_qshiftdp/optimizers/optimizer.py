@@ -293,15 +293,12 @@ class QShiftDPOptimizer(DPOptimizer):
         self._step_stats: dict = {}
         self._scale_iterations = 1
         self._loader: Iterable[list[Any]] | None = None
-        self._loader_count = 0
-        self._loader_workers = 0
         self._warned_loader = False
 
     def attach_loader(self, loader: torch.utils.data.DataLoader) -> None:
-        """The Poisson loader whose batches the steps must come from (warns otherwise)."""
+        """The Poisson loader whose batches the steps must come from, one batch per step
+        (:meth:`_check_loader`)."""
         self._loader = loader.batch_sampler
-        self._loader_count = getattr(self._loader, "batches_drawn", 0)
-        self._loader_workers = int(getattr(loader, "num_workers", 0) or 0)
     # ------------------------------------------------------------------ configuration
     def _configure_adaptive(self, cfg, sigma, expected_batch_size):
         if len(self.clip_groups) != 1:
@@ -327,13 +324,13 @@ class QShiftDPOptimizer(DPOptimizer):
         return z
 
     def _check_one_batch(self) -> None:
-        """Refuse a step over several backward passes or several Poisson batches.
+        """Refuse a step over several backward passes.
 
         Opacus stores ``p.grad_sample`` as a list after a second backward pass without a step.
         Each pass's rows would be clipped separately, so an example present in two passes
-        would contribute 2C against noise σC; and several Poisson batches before one step are
-        not one step of the sampled Gaussian mechanism at rate q. Whether this happens
-        depends on the loop only, never on the data.
+        would contribute 2C against noise σC. (Several Poisson batches in one step are refused
+        by :meth:`_check_loader`.) Whether this happens depends on the loop only, never on
+        the data.
         """
         for p in self.params:
             gs = getattr(p, "grad_sample", None)
@@ -346,26 +343,42 @@ class QShiftDPOptimizer(DPOptimizer):
                     f"main and an auxiliary loss back-propagate their sum once; for large "
                     f"batches use Opacus's BatchMemoryManager. No step was taken."
                 )
-        if self._loader is None or self._loader_workers:
-            return  # with worker processes the loader prefetches: its count is not per step
-        drawn = getattr(self._loader, "batches_drawn", 0) - self._loader_count
-        if drawn > 1:
-            raise ValueError(
-                f"optimizer.step() after drawing {drawn} batches from the Poisson-sampling "
-                f"loader: the ledger accounts one batch (rate q) per step. Call "
-                f"optimizer.step() once per batch (BatchMemoryManager splits a large batch "
-                f"without breaking this). No step was taken."
-            )
 
     def _check_loader(self) -> None:
-        """Warn once when a step used no batch of the Poisson loader make_private returned."""
+        """Match the step with the oldest batch drawn from the Poisson loader and not yet
+        stepped; refuse a step over another set of examples; warn once when a step drew no
+        batch.
+
+        Batches may be drawn ahead (``list(loader)``, worker processes prefetching) and
+        stepped through one by one; a step whose per-example gradients have another number
+        of rows than that batch (several batches concatenated, an empty batch skipped, a
+        batch split into several steps) is not one step of the sampled Gaussian mechanism at
+        rate q, and is refused before any noise is drawn. Whether this happens depends on the
+        loop, never on the data (a correct loop always matches).
+        """
         if self._loader is None:
             return
-        drawn = getattr(self._loader, "batches_drawn", 0)
-        if drawn == self._loader_count and self.ledger is not None:
+        consume = getattr(self._loader, "consume", None)
+        outstanding = getattr(self._loader, "outstanding", 0)
+        if consume is not None and outstanding:
+            rows = self._step_stats.get("batch_examples", 0) - self._step_stats.get(
+                "injected_rows", 0)  # rows an audit added to this step (its canaries)
+            if not consume(int(rows)):
+                for p in self.params:
+                    p.summed_grad = None
+                raise ValueError(
+                    "optimizer.step() whose per-example gradients are not those of the oldest "
+                    "batch drawn from the Poisson-sampling loader and not yet stepped "
+                    f"({outstanding} drawn and not stepped): the ledger accounts one batch "
+                    "(rate q) per step. Step once per batch, in the order drawn, with every "
+                    "batch (an empty one too); do not concatenate or split batches "
+                    "(BatchMemoryManager splits a large batch without breaking this). No step "
+                    "was taken.")
+            return
+        if self.ledger is not None:
             count = (self.ledger.extra or {}).get("steps_without_poisson_batch", 0) + 1
             self.ledger.extra_update({"steps_without_poisson_batch": count})
-        if drawn == self._loader_count and not self._warned_loader:
+        if not self._warned_loader:
             self._warned_loader = True
             warnings.warn(
                 "optimizer.step() was called without drawing a batch from the Poisson-sampling "
@@ -374,7 +387,6 @@ class QShiftDPOptimizer(DPOptimizer):
                 "for batches from another loader (the privacy statement now says so). Iterate "
                 "the returned loader.",
                 PrivacyWarning, stacklevel=3)
-        self._loader_count = drawn
 
     def _all_reduce_step(self) -> None:
         """Distributed: sum the clipped gradients and the step's counts over processes."""
@@ -445,11 +457,16 @@ class QShiftDPOptimizer(DPOptimizer):
                        for g in samples]
         index = {id(p): i for i, p in enumerate(self.params)}
         factors = {}
+        # A parameter frozen since make_private (``requires_grad_(False)``) is in no step: it
+        # gets no per-example gradient, no noise and no update; its clip group clips the rest.
+        groups = [([p for p in group if id(p) in index], norm) for group, norm in self.clip_groups]
         bound_count, largest_ratio = 0, 0.0
         unclipped, clipped_any = 0, None
         if self.adaptive_clipping is not None:
             self.clip_groups = [(self.clip_groups[0][0], float(self.max_grad_norm))]
-        for (group, norm), certified in zip(self.clip_groups, self._certified_flags, strict=True):
+        for (group, norm), certified in zip(groups, self._certified_flags, strict=True):
+            if not group:
+                continue
             if batch == 0:
                 factor = torch.zeros(0, dtype=torch.float64)
                 norms = torch.zeros(0, dtype=torch.float64)
@@ -471,6 +488,7 @@ class QShiftDPOptimizer(DPOptimizer):
             grad = torch.einsum("i,i...", factors[id(p)].to(g.device, p.dtype), g.to(p.dtype))
             p.summed_grad = grad if p.summed_grad is None else p.summed_grad + grad
             p.grad_sample = None
+        self._clear_frozen_grad_samples()
         stats = self._step_stats
         stats["batch_examples"] = stats.get("batch_examples", 0) + batch
         stats["nonfinite_examples"] = stats.get("nonfinite_examples", 0) + nonfinite
@@ -487,9 +505,13 @@ class QShiftDPOptimizer(DPOptimizer):
             return None
         layer = self.credit_layer
         assert layer is not None and self.recorder is not None  # a credit mode requires both
+        # The grad sampler's record of this step's backward pass: consumed here, so no later
+        # step can read it; one whose rows are not this step's examples earns no credit.
         sample = layer.evaluations.last_grad_sample
+        layer.evaluations.last_grad_sample = None
         stats = self.recorder.statistics
-        if self._step_stats.get("batch_examples", 0) == 0 or len(stats) == 0 or sample is None:
+        batch = self._step_stats.get("batch_examples", 0)
+        if batch == 0 or len(stats) == 0 or sample is None or len(sample.backprops) != batch:
             return None
         if stats.call.max() > 0:
             raise NotImplementedError(
@@ -526,23 +548,28 @@ class QShiftDPOptimizer(DPOptimizer):
             sigma = self._gradient_noise_multiplier(self.noise_multiplier)
         target_var = (sigma * scale) ** 2
         credit = self._credit()
-        credit_ids = {id(p) for p in self._credit_params}
-        min_mult, min_total, offset = math.inf, math.inf, 0
+        # Each credited weight's coordinates in the credit vector (the layer's flattened
+        # weights, frozen ones included).
+        credit_slices, start = {}, 0
+        for q in self._credit_params:
+            credit_slices[id(q)] = (start, start + q.numel())
+            start += q.numel()
+        min_mult, min_total = math.inf, math.inf
         credited_total, added_total, coords, signal = 0.0, 0.0, 0, 0.0
         for p in self.params:
             n = p.numel()
             var = torch.full((n,), target_var, dtype=torch.float64)
             total, mult = var, sigma
-            if id(p) in credit_ids:  # data-independent: the floor, whatever the batch
+            if id(p) in credit_slices:  # data-independent: the floor, whatever the batch
                 assert self.noise_floor_multiplier is not None  # a credit mode requires it
                 mult = self.noise_floor_multiplier
                 var = torch.full((n,), (self.noise_floor_multiplier * scale) ** 2,
                                  dtype=torch.float64)
-                c = (torch.as_tensor(credit.credit[offset:offset + n], dtype=torch.float64)
+                lo, hi = credit_slices[id(p)]
+                c = (torch.as_tensor(credit.credit[lo:hi], dtype=torch.float64)
                      if credit is not None else torch.zeros(n, dtype=torch.float64))
                 total = var + c
                 credited_total += float(c.sum())
-                offset += n
             if n:
                 min_mult = min(min_mult, mult)
                 min_total = min(min_total, float(total.min()))
@@ -604,11 +631,22 @@ class QShiftDPOptimizer(DPOptimizer):
                 p.grad /= self.expected_batch_size * k
 
     # ------------------------------------------------------------------ the step
+    def _clear_frozen_grad_samples(self) -> None:
+        """Drop the per-example gradients of frozen parameters. Opacus clears trainable
+        parameters only, so a weight frozen after a backward pass would keep its rows and,
+        once unfrozen, add them to a later batch's (opacus#409, #542)."""
+        for group in self.original_optimizer.param_groups:
+            for p in group["params"]:
+                if not p.requires_grad and getattr(p, "grad_sample", None) is not None:
+                    p.grad_sample = None
+
     def zero_grad(self, set_to_none: bool = False) -> None:
-        """Clear gradients, per-sample gradients and the shot recorder."""
+        """Clear gradients, per-sample gradients (of frozen parameters too) and the shot
+        recorder."""
         for p in self.params:
             if not hasattr(p, "grad_sample"):
                 p.grad_sample = None
+        self._clear_frozen_grad_samples()
         super().zero_grad(set_to_none)
         if self.recorder is not None:
             self.recorder.clear()

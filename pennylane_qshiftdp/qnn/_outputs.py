@@ -10,26 +10,23 @@ QNode function's return structure and combines it exactly as PennyLane 0.45's
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 import pennylane as qml
 import torch
 
 from ..sampling.modes import shot_sampling
 from .evaluation import (
+    OutputLayout,
     check_layer_measurements,
     evaluate_layer,
     finite_rows,
     forward_rows,
     num_outputs,
+    record_function,
     scalar_measurements,
 )
 
 __all__: list[str] = []
-
-# Per layer, the pytree structure of its QNode function's return (weakly keyed).
-_STRUCTURES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 class _FusedLayerFunction(torch.autograd.Function):
     """Outputs from a :class:`LayerEvaluation`; backward from its cached Jacobians."""
@@ -69,30 +66,19 @@ def _split(rows: torch.Tensor, sizes, scalars) -> list:
     return parts
 
 
-def _output_structure(layer, x):
-    """The pytree structure of the QNode function's return (``qml.pytrees``) and its number
-    of measurements, cached on the layer."""
-    cached = _STRUCTURES.get(layer)
-    if cached is not None:
-        return cached
-    kwargs = {layer.input_arg: x.detach()[0] if x.ndim > 1 and x.shape[0] else x.detach(),
-              **{k: w.detach() for k, w in layer.qnode_weights.items()}}
-    with qml.queuing.AnnotatedQueue():
-        out = layer.qnode.func(**kwargs)
-    leaves, structure = qml.pytrees.flatten(
-        out, is_leaf=lambda obj: isinstance(obj, qml.measurements.MeasurementProcess))
-    _STRUCTURES[layer] = (structure, len(leaves))
-    return structure, len(leaves)
+def _kwargs(layer, x: torch.Tensor) -> dict:
+    """The QNode's keyword arguments for the batch ``x`` ``(B, n_in)`` (weights detached)."""
+    return {layer.input_arg: x.detach(),
+            **{k: w.detach() for k, w in layer.qnode_weights.items()}}
 
 
-def stacked_parts(layer, x) -> int:
-    """How many parts PennyLane's TorchLayer stacks on a new leading axis (0: none)."""
-    structure, n_leaves = _output_structure(layer, x)
-    res = qml.pytrees.unflatten(list(range(n_leaves)), structure)
-    return len(res) if isinstance(res, tuple) and len(res) > 1 else 0
+def output_layout(layer, x: torch.Tensor) -> OutputLayout:
+    """The return structure of the layer's QNode function, read off one call with the batch
+    ``x`` (never kept: the QNode, its function or its return may change between calls)."""
+    return record_function(layer.qnode, _kwargs(layer, x))[1]
 
 
-def torch_layer_output(layer, parts: list, inputs: torch.Tensor):
+def torch_layer_output(layout: OutputLayout, parts: list, inputs: torch.Tensor):
     """Per-measurement batched results -> PennyLane's TorchLayer output for ``inputs``.
 
     The QNode function's return structure (list, tuple, one measurement) is rebuilt with
@@ -104,14 +90,13 @@ def torch_layer_output(layer, parts: list, inputs: torch.Tensor):
     x = inputs.reshape(-1, inputs.shape[-1]) if batched else inputs
     if not batched:
         parts = [p[0] for p in parts]
-    structure, n_leaves = _output_structure(layer, x)
-    if n_leaves != len(parts):
+    if layout.num_measurements != len(parts):
         raise NotImplementedError(
-            f"The QNode function returns {n_leaves} measurements but its tape "
+            f"The QNode function returns {layout.num_measurements} measurements but its tape "
             f"has {len(parts)}; the per-example evaluation needs one tape measurement per "
             f"returned measurement."
         )
-    res = qml.pytrees.unflatten(parts, structure)
+    res = qml.pytrees.unflatten(parts, layout.structure)
     results: torch.Tensor | tuple
     if isinstance(res, torch.Tensor):
         results = res.type(x.dtype)
@@ -138,26 +123,33 @@ def torch_layer_output(layer, parts: list, inputs: torch.Tensor):
     return results
 
 
-def empty_parts(layer, inputs) -> list:
-    """Zero-row parts connected to the weights (Poisson sampling draws empty batches)."""
+def empty_parts(layer, inputs) -> tuple[list, OutputLayout]:
+    """Zero-row parts (Poisson sampling draws empty batches) and the return layout.
+
+    The parts are connected to the weights *and* to ``inputs``, so a backward pass reaches
+    every trainable layer before this one too (Opacus's hooks then give each an empty
+    per-example gradient, as for a non-empty batch)."""
     names = list(layer.qnode_weights)
     x0 = torch.zeros(inputs.shape[-1], dtype=torch.float64)
     kwargs = {layer.input_arg: x0, **{k: layer.qnode_weights[k].detach() for k in names}}
+    layout = record_function(layer.qnode, kwargs)[1]
     tapes, _ = qml.workflow.construct_batch(layer.qnode, level="user")(**kwargs)
     tape = tapes[0]
     check_layer_measurements(tape)
     num_wires = len(layer.qnode.device.wires or tape.wires)
     sizes = [num_outputs(mp, num_wires) for mp in tape.measurements]
     zero = sum((w * 0).sum() for w in layer.qnode_weights.values())
-    out = torch.zeros(0, sum(sizes), dtype=inputs.dtype) + zero.to(inputs.dtype)
-    return _split(out, sizes, scalar_measurements(tape))
+    if inputs.requires_grad:
+        zero = zero + (inputs * 0).sum()
+    out = torch.zeros(0, sum(sizes), dtype=inputs.dtype) + torch.as_tensor(zero).to(inputs.dtype)
+    return _split(out, sizes, scalar_measurements(tape)), layout
 
 
-def forward_parts(layer, inputs) -> list | None:
-    """Parts without gradients (``torch.no_grad()``, frozen layers): the forward circuit of
-    the batch only, by the device's own sampling or, under exact-law sampling, by exact-law
-    draws; ``None``: evaluate as PennyLane's layer does (a QNode producing several tapes, or
-    a shot vector).
+def forward_parts(layer, inputs) -> tuple[list, OutputLayout] | None:
+    """Parts without gradients (``torch.no_grad()``, frozen layers) and the return layout:
+    the forward circuit of the batch only, by the device's own sampling or, under exact-law
+    sampling, by exact-law draws; ``None``: evaluate as PennyLane's layer does (a QNode
+    producing several tapes, or a shot vector).
 
     The layout is rebuilt by :func:`torch_layer_output` as on the gradient path, which also
     avoids PennyLane 0.45's TorchLayer reshape error for ``probs`` with finite shots on a batch
@@ -178,14 +170,25 @@ def forward_parts(layer, inputs) -> list | None:
     exact = shot_sampling(qnode) == "exact_law" and bool(tape.shots)
     out, sizes = forward_rows(fwd, qnode.device, exact=exact, batch=int(inputs.shape[0]),
                                bad=bad)
-    return _split(torch.as_tensor(out).to(inputs.dtype), sizes, scalar_measurements(fwd))
+    layout = record_function(qnode, kwargs)[1]
+    return _split(torch.as_tensor(out).to(inputs.dtype), sizes, scalar_measurements(fwd)), layout
 
 
-def fused_parts(layer, x: torch.Tensor, weights: list, *, input_grad: bool) -> list:
+def captured_by_opacus(layer) -> bool:
+    """Whether Opacus's forward hook records this forward pass's activations: train mode,
+    gradients enabled and a trainable parameter of the layer itself (Opacus's
+    ``capture_activations_hook`` conditions)."""
+    return (layer.training and torch.is_grad_enabled()
+            and any(p.requires_grad for p in layer.parameters(recurse=False)))
+
+
+def fused_parts(layer, x: torch.Tensor, weights: list, *,
+                input_grad: bool) -> tuple[list, OutputLayout]:
     """Forward and shifted circuits of the batch ``x`` ``(B, n_in)`` in one execution; the
-    per-example Jacobians are kept for the backward pass and Opacus's grad sampler."""
+    per-example Jacobians go to the backward pass (on the autograd graph) and, when Opacus
+    records this forward pass, to the layer's pending evaluations for its grad sampler."""
     ev = evaluate_layer(layer, x, input_grad=input_grad)
-    if layer.training:
-        layer.evaluations.push(ev)
+    if captured_by_opacus(layer):
+        layer.evaluations.push(ev, x, weights)
     out = _FusedLayerFunction.apply(ev, x, *weights)
-    return _split(out, ev.output_sizes, ev.output_scalars)
+    return _split(out, ev.output_sizes, ev.output_scalars), ev.layout

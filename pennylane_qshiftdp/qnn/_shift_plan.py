@@ -16,20 +16,18 @@ from __future__ import annotations
 import dataclasses
 import functools
 import warnings
-import weakref
 
 import numpy as np
 import torch
 
 from ..exceptions import SensitivityError
+from ..gradients._keys import measurement_key, value_key
 from ..gradients.observables import TRANSFORM_NAME
 from ..gradients.shift_rules import pennylane_tapes
 from ..sampling.exact_law import execute_offsets
+from ._caches import layer_cache
 
 __all__: list[str] = []
-
-# Per layer, the shift rules of its circuit structures (weakly keyed: dropped with the layer).
-_RULES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 # Offset applied to broadcast parameters to check that a shift rule is a pure additive shift.
 _ADDITIVITY_PROBE = 0.3713
@@ -168,7 +166,7 @@ def _make_rule(rep, g_tapes, fn) -> ShiftRule:
     keys: dict[tuple, int] = {}
     members: list[tuple[list, list[int]]] = []
     for c, mps in enumerate(all_mps):
-        key = tuple(mp.hash for mp in mps)
+        key = tuple(measurement_key(mp) for mp in mps)
         if key not in keys:
             keys[key] = len(members)
             members.append((mps, []))
@@ -211,9 +209,24 @@ def _cacheable(op) -> bool:
             and all(r is None for r in op.grad_recipe))
 
 
+def rule_key(rep, diff_idx) -> tuple | None:
+    """The exact key of the shift rule of ``rep``: per gate its type, wires and
+    hyperparameters (bytes of arrays, nested operators with their data), every measurement
+    exactly (:func:`~pennylane_qshiftdp.gradients._keys.measurement_key`, never an operator's
+    printed hash), the differentiated parameters and the shots; ``None`` (not cached) if a
+    hyperparameter has no exact key."""
+    try:
+        ops = tuple((type(op), tuple(op.wires.tolist()), value_key(dict(op.hyperparameters)))
+                    for op in rep.operations)
+        mps = tuple(measurement_key(mp) for mp in rep.measurements)
+    except TypeError:
+        return None
+    return (ops, mps, tuple(diff_idx), rep.shots)
+
+
 def cached_shift_rules(layer) -> dict:
-    """The shift rules kept for ``layer``, by circuit structure (a live dict)."""
-    return _RULES.setdefault(layer, {})
+    """The shift rules kept for ``layer``, by :func:`rule_key` (a live dict on the layer)."""
+    return layer_cache(layer, "shift_rules")
 
 
 def shift_rule(layer, rep, diff_idx, x_idx):
@@ -234,10 +247,9 @@ def shift_rule(layer, rep, diff_idx, x_idx):
     for op in rep.operations:
         ops_of.append(any(pos + j in trainable for j in range(len(op.data))))
         pos += len(op.data)
-    key = (tuple((type(op), tuple(op.wires)) for op in rep.operations),
-           tuple(mp.hash for mp in rep.measurements), tuple(diff_idx), rep.shots)
+    key = rule_key(rep, diff_idx)
     cache = cached_shift_rules(layer)
-    if key in cache:
+    if key is not None and key in cache:
         return cache[key]
     g_tapes, fn = pennylane_tapes(rep)
     rule = _make_rule(rep, g_tapes, fn)
@@ -253,8 +265,8 @@ def shift_rule(layer, rep, diff_idx, x_idx):
     moved = set()
     if len(g2) != len(g_tapes):
         moved = set(trainable)
-    elif [[mp.hash for mp in t.measurements] for t in g2] != [
-            [mp.hash for mp in mps] for mps in rule.measurements]:
+    elif [[measurement_key(mp) for mp in t.measurements] for t in g2] != [
+            [measurement_key(mp) for mp in mps] for mps in rule.measurements]:
         moved = set(trainable)
     else:
         for s1, s2 in zip(rule.shifts, _shifts(probed, g2), strict=True):
@@ -265,7 +277,7 @@ def shift_rule(layer, rep, diff_idx, x_idx):
             "A shift rule of a broadcast input parameter is not a pure additive shift; "
             "per-example input gradients are not supported for it."
         )
-    if cacheable and not moved:
+    if cacheable and not moved and key is not None:
         if len(cache) >= _MAX_SHIFT_RULES:
             cache.clear()
         cache[key] = rule

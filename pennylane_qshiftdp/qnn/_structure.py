@@ -40,11 +40,13 @@ evaluations with and without the cache, batch after batch.
 from __future__ import annotations
 
 import dataclasses
-import weakref
 
 import numpy as np
 import pennylane as qml
 import torch
+
+from ..gradients._keys import measurement_key, value_key
+from ._caches import layer_cache
 
 __all__ = ["SELECTION_OPS", "Structure", "flat_weights", "lookup", "numpy_params", "record",
            "replay", "structure_key"]
@@ -58,9 +60,6 @@ SELECTION_OPS = frozenset({
     qml.CNOT, qml.CZ, qml.SWAP, qml.Hadamard, qml.PauliX, qml.PauliY, qml.PauliZ, qml.S,
     qml.T, qml.SX, qml.Identity,
 })
-
-# Per layer, the structures seen (weakly keyed: dropped with the layer).
-_STRUCTURES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 # Largest number of structures a layer keeps.
 _MAX_STRUCTURES = 8
@@ -93,28 +92,6 @@ def _constant_key(value):
     return (arr.dtype.str, arr.shape, arr.tobytes())
 
 
-def _value_key(value):
-    """An exact key of a hyperparameter or observable datum: arrays by their bytes (an
-    operator's ``hash`` prints arrays, and numpy elides long ones), containers recursively."""
-    if isinstance(value, torch.Tensor):
-        return _constant_key(value.detach().numpy())
-    if isinstance(value, (np.ndarray, np.generic)):
-        return _constant_key(value)
-    if isinstance(value, (list, tuple)):
-        return (type(value).__name__, tuple(_value_key(v) for v in value))
-    if isinstance(value, dict):
-        return tuple(sorted((k, _value_key(v)) for k, v in value.items()))
-    return repr(value)
-
-
-def _measurement_key(mp) -> tuple:
-    """The measurement's type, wires and observable: its structure (``hash``) and every datum
-    exactly."""
-    obs = mp.obs
-    data = () if obs is None else tuple(_value_key(d) for d in obs.data)
-    return (type(mp).__name__, tuple(mp.wires), mp.hash, data)
-
-
 def structure_key(qnode, raw_tape, leaves, input_grad: bool) -> tuple | None:
     """The cache key of the recorded tape ``raw_tape`` (the QNode's function recorded with the
     torch ``leaves``: inputs first, then the weights), or ``None`` if its expanded tape must be
@@ -145,7 +122,7 @@ def structure_key(qnode, raw_tape, leaves, input_grad: bool) -> tuple | None:
             else:
                 return None
         try:
-            hyper = _value_key(op.hyperparameters)
+            hyper = value_key(dict(op.hyperparameters))
         except TypeError:
             return None
         ops.append((type(op), tuple(op.wires), hyper, tuple(params)))
@@ -153,13 +130,16 @@ def structure_key(qnode, raw_tape, leaves, input_grad: bool) -> tuple | None:
         if mp.obs is not None and any(isinstance(d, torch.Tensor) for d in mp.obs.data):
             return None  # an observable built from tensors: its key would change every batch
     try:
-        measurements = tuple(_measurement_key(mp) for mp in raw_tape.measurements)
+        measurements = tuple(measurement_key(mp) for mp in raw_tape.measurements)
     except TypeError:
         return None
-    kwargs = tuple(sorted((k, id(v)) for k, v in qnode.gradient_kwargs.items()))
+    # The expansion at PennyLane's "gradient" level is the transform's own (the QNode's
+    # transforms are refused above, its gradient options other than a recorder are refused by
+    # the layer), so it depends on the device only through its wires; the device's type and
+    # name are kept as well. Nothing is keyed by an object's identity.
     device = qnode.device
-    return (tuple(ops), measurements, qnode.shots,
-            id(device), device.name, tuple(device.wires or ()), id(qnode.diff_method), kwargs,
+    return (tuple(ops), measurements, qnode.shots, type(device).__qualname__, device.name,
+            tuple((device.wires or qml.wires.Wires([])).tolist()),
             tuple((tuple(leaf.shape), leaf.dtype) for leaf in leaves), bool(input_grad))
 
 
@@ -237,7 +217,7 @@ def lookup(layer, key) -> Structure | None:
     """The structure kept for ``layer`` under ``key`` (``None`` if none)."""
     if key is None:
         return None
-    kept = _STRUCTURES.get(layer, {}).get(key)
+    kept = layer_cache(layer, "structures").get(key)
     return kept if isinstance(kept, Structure) else None
 
 
@@ -249,7 +229,7 @@ def record(layer, key, params, deps, fwd, x_np, w_leaves, build) -> None:
     second point)."""
     if key is None:
         return
-    kept = _STRUCTURES.setdefault(layer, {})
+    kept = layer_cache(layer, "structures")
     if key in kept:
         return
     if len(kept) >= _MAX_STRUCTURES:
@@ -284,7 +264,7 @@ def _checked(params, deps, fwd, x_np, w_leaves, build):
 def _signature(tape) -> tuple:
     return (tuple((type(op), tuple(op.wires), tuple(np.shape(d) for d in op.data))
                   for op in tape.operations),
-            tuple(mp.hash for mp in tape.measurements), tape.shots)
+            tuple(measurement_key(mp) for mp in tape.measurements), tape.shots)
 
 
 def _same(a, b) -> bool:

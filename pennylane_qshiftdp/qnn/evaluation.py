@@ -42,6 +42,7 @@ shift rule that is not a pure additive shift is refused.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import pennylane as qml
@@ -50,7 +51,7 @@ import torch
 from ..exceptions import UnsupportedMeasurementError
 from ..gradients._recording import post_process_recording, rewrite_for_recording
 from ..gradients.observables import TRANSFORM_NAME, plan_for
-from ..gradients.shift_rules import expand_tape
+from ..gradients.shift_rules import check_differentiable, expand_tape
 from ..gradients.shot_statistics import ShotRecorder, active_recorder
 from ..sampling.exact_law import execute_exact_law
 from ..sampling.modes import shot_sampling
@@ -68,8 +69,8 @@ from ._structure import record as record_structure
 from .private_qnode import check_private_qnode
 from .routes import choose_route
 
-__all__ = ["EvaluationCache", "GradSampleRecord", "LayerEvaluation", "evaluate_layer",
-           "gradient_route"]
+__all__ = ["GradSampleRecord", "LayerEvaluation", "OutputLayout", "PendingEvaluations",
+           "evaluate_layer", "gradient_route", "record_function"]
 
 # Largest number of pending forward evaluations kept per layer (forwards without a backward).
 _MAX_PENDING = 16
@@ -90,7 +91,8 @@ class LayerEvaluation:
             gradients were requested).
         input_jacobians: per input row, :math:`\partial\varphi_i[b]/\partial x[b]`, shape
             ``(B, n_in)``.
-        inputs_ptr: ``data_ptr`` and shape of the inputs (to match Opacus's activations).
+        layout: the return structure of the QNode's function in the call that made this
+            evaluation (:class:`OutputLayout`): how PennyLane's layer arranges the outputs.
         single_output: the QNode returns one scalar (``expval``/``var``) per example, so the
             TorchLayer returns shape ``(B,)``.
         output_sizes: number of outputs of each measurement (the columns of ``outputs``).
@@ -104,7 +106,7 @@ class LayerEvaluation:
     weight_jacobian: torch.Tensor
     input_rows: list
     input_jacobians: list
-    inputs_ptr: tuple
+    layout: OutputLayout
     single_output: bool
     output_sizes: tuple = ()
     output_scalars: tuple = ()
@@ -142,35 +144,132 @@ class GradSampleRecord:
     backprops: torch.Tensor
 
 
-class EvaluationCache:
-    """A layer's evaluations awaiting Opacus's grad sampler, and the last grad sample.
+@dataclasses.dataclass(frozen=True)
+class OutputLayout:
+    """The return structure of a QNode's function, read off one call of it.
 
-    The training forward pass of a :class:`~pennylane_qshiftdp.qnn.TorchLayer` keeps its
-    :class:`LayerEvaluation` here (:meth:`push`); the grad sampler takes it back for the
-    activations Opacus captured (:meth:`pop`, matched by the inputs' storage and shape, since
-    Opacus stores a detached view of the same tensor) and records what it used
-    (:attr:`last_grad_sample`, read by the optimizer's shot-noise credit). At most
-    ``max_pending`` evaluations are kept (forward passes without a backward pass are dropped
-    oldest first).
+    Attributes:
+        structure: the :mod:`pennylane.pytrees` structure of the returned measurements.
+        num_measurements: how many measurements the function returns.
+    """
+
+    structure: Any
+    num_measurements: int
+
+    @property
+    def stacked(self) -> int:
+        """How many parts PennyLane's TorchLayer stacks on a new leading axis (0: none): a
+        tuple of several measurements."""
+        res = qml.pytrees.unflatten(list(range(self.num_measurements)), self.structure)
+        return len(res) if isinstance(res, tuple) and len(res) > 1 else 0
+
+
+def record_function(qnode: qml.QNode, kwargs: dict) -> tuple[qml.tape.QuantumScript,
+                                                              OutputLayout]:
+    """The QNode's function recorded once (as :func:`pennylane.tape.make_qscript` does) and the
+    structure of what it returned: both belong to this call, nothing is kept."""
+    with qml.queuing.AnnotatedQueue() as queue:
+        out = qnode.func(**kwargs)
+    tape = qml.tape.QuantumScript.from_queue(queue, shots=qnode.shots)
+    leaves, structure = qml.pytrees.flatten(
+        out, is_leaf=lambda obj: isinstance(obj, qml.measurements.MeasurementProcess))
+    return tape, OutputLayout(structure, len(leaves))
+
+
+def _same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Exact equality of dtype, shape and every byte (a NaN equals itself)."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    return torch.equal(a.detach().contiguous().reshape(-1).view(torch.uint8),
+                       b.detach().contiguous().reshape(-1).view(torch.uint8))
+
+
+@dataclasses.dataclass
+class _Pending:
+    evaluation: LayerEvaluation
+    inputs: torch.Tensor
+    weights: tuple
+
+
+class PendingEvaluations:
+    """A layer's training evaluations awaiting Opacus's grad sampler, beside Opacus's own stack.
+
+    Opacus's forward hook pushes a layer's inputs onto ``layer.activations`` after every
+    forward pass in train mode with gradients enabled and a trainable parameter, and its
+    backward hook pops the most recent one for the grad sampler. The layer's forward pass
+    pushes its :class:`LayerEvaluation` here under the same conditions (:meth:`push`), with a
+    copy of its input rows and weights, and the grad sampler takes back the most recent
+    evaluation whose input rows and weights equal, byte for byte, the activations Opacus hands
+    it and the layer's weights (:meth:`pop`). The evaluation a step uses is therefore one made
+    from exactly that step's inputs and weights, never found by a memory address (an
+    address is reused by the allocator, and a non-contiguous input is copied by every
+    reshape). At most ``max_pending`` evaluations are kept (forward passes without a backward
+    pass are dropped oldest first).
+
+    Attributes:
+        last_grad_sample: what the grad sampler used for the last backward pass
+            (:class:`GradSampleRecord`), read and cleared by the optimizer's shot-noise credit.
     """
 
     def __init__(self, max_pending: int = _MAX_PENDING):
         self.max_pending = int(max_pending)
-        self.pending: list[LayerEvaluation] = []
+        self.pending: list[_Pending] = []
         self.last_grad_sample: GradSampleRecord | None = None
 
-    def push(self, evaluation: LayerEvaluation) -> None:
-        """Keep the evaluation of a training forward pass."""
-        self.pending.append(evaluation)
+    def push(self, evaluation: LayerEvaluation, inputs: torch.Tensor, weights) -> None:
+        """Keep the evaluation of a training forward pass of ``inputs`` ``(B, n_in)`` at
+        ``weights`` (both copied)."""
+        self.pending.append(_Pending(evaluation, inputs.detach().clone(),
+                                     tuple(w.detach().clone() for w in weights)))
         del self.pending[:-self.max_pending]
 
-    def pop(self, inputs: torch.Tensor) -> LayerEvaluation | None:
-        """The most recent pending evaluation of ``inputs`` (removed), or ``None``."""
-        key = (inputs.data_ptr(), tuple(inputs.shape))
+    def pop(self, inputs: torch.Tensor, weights) -> LayerEvaluation:
+        """The most recent pending evaluation of exactly these input rows and weights
+        (removed).
+
+        Raises:
+            RuntimeError: if no pending evaluation matches (the forward pass of these
+                activations was not a training forward pass of this layer, or was dropped).
+        """
+        weights = tuple(weights)
         for i in range(len(self.pending) - 1, -1, -1):
-            if self.pending[i].inputs_ptr == key:
-                return self.pending.pop(i)
-        return None
+            entry = self.pending[i]
+            if _same_bytes(entry.inputs, inputs) and len(entry.weights) == len(weights) and \
+                    all(_same_bytes(a, b) for a, b in zip(entry.weights, weights, strict=True)):
+                return self.pending.pop(i).evaluation
+        raise RuntimeError(
+            "Opacus asked for the per-example gradients of a TorchLayer forward pass whose "
+            "evaluation this layer does not hold: the inputs or weights of that forward pass "
+            "differ from every training forward pass awaiting a backward pass (weights changed "
+            "between forward and backward, inputs modified in place, Opacus's batch_first=False, "
+            f"or more than {self.max_pending} forward passes without a backward pass). No "
+            "gradient was computed; run forward, backward and step in that order."
+        )
+
+    def clear(self) -> None:
+        """Drop every pending evaluation and the last grad sample."""
+        self.pending.clear()
+        self.last_grad_sample = None
+
+
+# Gradient options of param_shift at their defaults (the layer applies PennyLane's default rules).
+_DEFAULT_GRADIENT_KWARGS = {"argnum": None, "shifts": None, "gradient_recipes": None, "f0": None,
+                            "broadcast": False, "fallback_fn": None}
+
+
+def check_layer_gradient_kwargs(qnode) -> None:
+    """Refuse gradient options the per-example evaluation would not apply (custom shifts or
+    recipes, broadcast shifts), rather than differentiating with other rules than asked."""
+    extra = sorted(k for k, v in qnode.gradient_kwargs.items()
+                   if k != "recorder" and not (k in _DEFAULT_GRADIENT_KWARGS
+                                               and v is _DEFAULT_GRADIENT_KWARGS[k]))
+    if extra:
+        raise NotImplementedError(
+            f"{TRANSFORM_NAME}: the TorchLayer's QNode sets the gradient option(s) {extra}; "
+            f"the per-example evaluation applies PennyLane's default shift rules (and a "
+            f"`recorder`) only. Remove {extra} from the QNode, or differentiate the QNode "
+            f"with {TRANSFORM_NAME} directly (outside a TorchLayer)."
+        )
 
 
 def check_layer_measurements(tape) -> None:
@@ -282,7 +381,7 @@ class _Prepared:
     broadcast: set
     w_leaves: list
     batch: int
-    key: tuple
+    layout: OutputLayout
     bad: np.ndarray
     single_output: bool
 
@@ -292,11 +391,11 @@ def _prepare(layer, inputs: torch.Tensor, input_grad: bool) -> _Prepared:
     (those of the weights, and of the inputs with ``input_grad``)."""
     qnode = layer.qnode
     check_private_qnode(qnode)
+    check_layer_gradient_kwargs(qnode)
     if inputs.ndim != 2 or inputs.shape[0] < 1:
         raise ValueError(f"`inputs` must have shape (B, n_in) with B >= 1. Found "
                          f"{tuple(inputs.shape)}.")
     batch = int(inputs.shape[0])
-    key = (inputs.data_ptr(), tuple(inputs.shape))
     # A row with a non-finite entry runs as zeros and reads NaN (outputs and Jacobians), so
     # the other examples' outputs, gradients and shots are those of the batch without it
     # (a NaN angle would otherwise poison the whole broadcast execution, or crash sampling),
@@ -308,7 +407,7 @@ def _prepare(layer, inputs: torch.Tensor, input_grad: bool) -> _Prepared:
     kwargs = {layer.input_arg: x_leaf, **dict(zip(names, w_leaves, strict=True))}
     # The expanded tape of a structure seen before is replayed from the leaves' values
     # (module _structure: only where it provably equals the full construction).
-    raw = qml.tape.make_qscript(qnode.func, shots=qnode.shots)(**kwargs)
+    raw, layout = record_function(qnode, kwargs)
     check_layer_measurements(raw)
     skey = structure_key(qnode, raw, [x_leaf, *w_leaves], input_grad)
     x_np = x_leaf.detach().numpy()
@@ -321,6 +420,8 @@ def _prepare(layer, inputs: torch.Tensor, input_grad: bool) -> _Prepared:
     else:
         tape = _expanded_tape(qnode, kwargs)
         params = tape.get_parameters(trainable_only=False)
+        check_differentiable(tape, [i for i, p in enumerate(params)
+                                    if isinstance(p, torch.Tensor) and p.requires_grad])
         deps = param_dependencies(params, x_leaf, w_leaves)
         np_params = numpy_params(params)
         # Broadcast tapes with batch size 1 keep their batch axis; an unbroadcast tape
@@ -341,7 +442,7 @@ def _prepare(layer, inputs: torch.Tensor, input_grad: bool) -> _Prepared:
     check_layer_measurements(tape)
     single_output = len(tape.measurements) == 1 and scalar_measurements(tape)[0]
     return _Prepared(qnode, tape, fwd, np_params, deps, sorted(w_idx + x_idx), w_idx, x_idx,
-                     broadcast, w_leaves, batch, key, bad, single_output)
+                     broadcast, w_leaves, batch, layout, bad, single_output)
 
 
 def _expanded_tape(qnode, kwargs) -> qml.tape.QuantumScript:
@@ -353,6 +454,11 @@ def _expanded_tape(qnode, kwargs) -> qml.tape.QuantumScript:
             f"per-example evaluation; use a QNode whose transforms produce one tape."
         )
     [tape], _ = expand_tape(tapes[0])
+    if qnode.device.wires is not None:
+        # Measurements of no wires (``qml.probs()``) are of every device wire, idle ones
+        # included, as when PennyLane executes the QNode (its own device preprocessing).
+        [tape], _ = qml.devices.preprocess.validate_device_wires(
+            tape, wires=qnode.device.wires, name=qnode.device.name)
     if tape.shots.has_partitioned_shots:
         raise NotImplementedError(
             f"Shot vectors are not supported for per-example gradients (found {tape.shots})."
@@ -376,6 +482,10 @@ def gradient_route(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
     Returns:
         str: ``"adjoint"`` or ``"parameter_shift"``.
 
+    Raises:
+        NotImplementedError: for a circuit whose shifted circuits PennyLane cannot build on
+            the parameter-shift route (the operation is named).
+
     Example:
         >>> from pennylane_qshiftdp import param_shift
         >>> @qml.qnode(qml.device("default.qubit", wires=1), diff_method=param_shift)
@@ -390,7 +500,15 @@ def gradient_route(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
     prep = _prepare(layer, inputs, input_grad)
     if not prep.diff_idx:
         return "parameter_shift"
-    return choose_route(prep.qnode, prep.tape, prep.diff_idx, recorder=_recorder_of(prep.qnode))
+    route = choose_route(prep.qnode, prep.tape, prep.diff_idx, recorder=_recorder_of(prep.qnode))
+    if route == "parameter_shift":
+        # PennyLane's shifted circuits of one example (nothing runs): a circuit it cannot
+        # shift is refused here, before training, not at the first batch.
+        rep = prep.fwd.bind_new_parameters(unbroadcast(prep.np_params, prep.broadcast),
+                                           list(range(len(prep.np_params))))
+        rep.trainable_params = prep.diff_idx
+        shift_rule(layer, rep, prep.diff_idx, prep.x_idx)
+    return route
 
 
 def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
@@ -435,7 +553,7 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
     prep = _prepare(layer, inputs, input_grad)
     qnode, tape, fwd, np_params, deps = prep.qnode, prep.tape, prep.fwd, prep.np_params, prep.deps
     diff_idx, w_idx, x_idx, broadcast = prep.diff_idx, prep.w_idx, prep.x_idx, prep.broadcast
-    batch, key, bad, single_output = prep.batch, prep.key, prep.bad, prep.single_output
+    batch, layout, bad, single_output = prep.batch, prep.layout, prep.bad, prep.single_output
     num_meas = len(tape.measurements)
     weight_rows = [diff_idx.index(i) for i in w_idx]
     input_rows = [diff_idx.index(i) for i in x_idx]
@@ -449,7 +567,7 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
     if not diff_idx:
         out, sizes = forward_rows(fwd, device, exact=exact, batch=batch, bad=bad)
         return LayerEvaluation(torch.as_tensor(out), torch.zeros(batch, out.shape[1], 0,
-                               dtype=torch.float64), [], wjac, [], [], key, single_output,
+                               dtype=torch.float64), [], wjac, [], [], layout, single_output,
                                sizes, scalar_measurements(tape))
 
     recorder = _recorder_of(qnode)
@@ -473,7 +591,7 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
         # Analytic on a state-vector simulator: one forward and one backward sweep.
         out, jac = adjoint_jacobian(fwd, diff_idx)
         return _evaluation(out, jac, batch, bad, weight_rows, wjac, input_rows, input_jacs,
-                           key, single_output, (1,) * num_meas, scalar_measurements(tape),
+                           layout, single_output, (1,) * num_meas, scalar_measurements(tape),
                            "adjoint")
     rep = fwd.bind_new_parameters(unbroadcast(np_params, broadcast), list(range(len(np_params))))
     rep.trainable_params = diff_idx
@@ -499,11 +617,11 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
     else:
         grad = rule.fn(results[1:])
     jac = _jacobian_array(grad, res_batch, num_meas, len(diff_idx))
-    return _evaluation(out, jac, batch, bad, weight_rows, wjac, input_rows, input_jacs, key,
+    return _evaluation(out, jac, batch, bad, weight_rows, wjac, input_rows, input_jacs, layout,
                        single_output, sizes, scalar_measurements(tape), "parameter_shift")
 
 
-def _evaluation(out, jac, batch, bad, weight_rows, wjac, input_rows, input_jacs, key,
+def _evaluation(out, jac, batch, bad, weight_rows, wjac, input_rows, input_jacs, layout,
                 single_output, sizes, scalars, route) -> LayerEvaluation:
     """The :class:`LayerEvaluation` of outputs ``(B', n_out)`` and Jacobians
     ``(B', n_out, n_diff)`` (``B'`` 1 for an unbroadcast tape, shared by the batch); rows with
@@ -523,7 +641,7 @@ def _evaluation(out, jac, batch, bad, weight_rows, wjac, input_rows, input_jacs,
         weight_jacobian=wjac,
         input_rows=input_rows,
         input_jacobians=input_jacs,
-        inputs_ptr=key,
+        layout=layout,
         single_output=single_output,
         output_sizes=sizes,
         output_scalars=scalars,

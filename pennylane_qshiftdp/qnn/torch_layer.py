@@ -26,7 +26,8 @@ import torch
 
 from .. import _compat
 from . import _outputs
-from .evaluation import EvaluationCache, finite_rows
+from ._caches import CACHE_SLOT
+from .evaluation import PendingEvaluations, finite_rows
 from .private_qnode import check_private_qnode, uses_private_transform
 
 __all__ = ["GRAD_SAMPLE_MODES", "TorchLayer"]
@@ -79,7 +80,12 @@ class TorchLayer(qml.qnn.TorchLayer):
         super().__init__(qnode, weight_shapes, init_method=init_method)
         #: Evaluations of training forward passes awaiting Opacus's grad sampler, and the
         #: last grad sample (read by the optimizer's shot-noise credit).
-        self.evaluations = EvaluationCache()
+        self.evaluations = PendingEvaluations()
+
+    def __getstate__(self) -> dict:
+        """The layer's state for pickling, without its caches (rebuilt on first use)."""
+        state = super().__getstate__()
+        return {k: v for k, v in state.items() if k != CACHE_SLOT}
 
     @classmethod
     def from_torch_layer(cls, layer: qml.qnn.TorchLayer) -> TorchLayer:
@@ -145,17 +151,17 @@ class TorchLayer(qml.qnn.TorchLayer):
                                             or any(w.requires_grad for w in weights))
         batched = inputs.ndim > 1
         x = inputs.reshape(-1, inputs.shape[-1]) if batched else inputs.reshape(1, -1)
-        parts: list | None
         if x.shape[0] == 0:
-            parts = _outputs.empty_parts(self, x)
+            parts, layout = _outputs.empty_parts(self, x)
         elif grad:
-            parts = _outputs.fused_parts(self, x, weights,
-                                              input_grad=bool(inputs.requires_grad))
+            parts, layout = _outputs.fused_parts(self, x, weights,
+                                                 input_grad=bool(inputs.requires_grad))
         else:
-            parts = _outputs.forward_parts(self, x)
-            if parts is None:
+            found = _outputs.forward_parts(self, x)
+            if found is None:
                 return self._pennylane_forward(inputs, x)
-        return _outputs.torch_layer_output(self, parts, inputs)
+            parts, layout = found
+        return _outputs.torch_layer_output(layout, parts, inputs)
 
     def _pennylane_forward(self, inputs, x):
         """PennyLane's forward; a row with a non-finite entry runs as zeros and reads NaN (as
@@ -167,7 +173,7 @@ class TorchLayer(qml.qnn.TorchLayer):
         if inputs.ndim == 1:
             return out.fill_(float("nan"))
         mask = torch.as_tensor(bad).reshape(inputs.shape[:-1])
-        if _outputs.stacked_parts(self, x):
+        if _outputs.output_layout(self, x).stacked:
             out[:, mask] = float("nan")
         else:
             out[mask] = float("nan")

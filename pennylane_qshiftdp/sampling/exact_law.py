@@ -23,6 +23,7 @@ import numpy as np
 import pennylane as qml
 from pennylane.devices.qubit.sampling import get_num_shots_and_executions
 
+from ..gradients._keys import measurement_key
 from ._state_vector import (
     record_executions,
     shift_spec,
@@ -94,7 +95,7 @@ def execute_exact_law(tapes: Sequence[qml.tape.QuantumScript], device: qml.devic
         return []
     template = tapes[0]
     _check_shots(template.shots)
-    key = [mp.hash for mp in template.measurements]
+    key = [measurement_key(mp) for mp in template.measurements]
     for t in tapes[1:]:
         if t.batch_size != template.batch_size:
             raise ValueError(f"All tapes must have the same batch size. Found "
@@ -102,7 +103,7 @@ def execute_exact_law(tapes: Sequence[qml.tape.QuantumScript], device: qml.devic
         if t.shots != template.shots:
             raise ValueError(f"All tapes must have the same shots. Found {template.shots} and "
                              f"{t.shots}.")
-        if [mp.hash for mp in t.measurements] != key:
+        if [measurement_key(mp) for mp in t.measurements] != key:
             raise ValueError(f"All tapes must have the same measurements. Found "
                              f"{template.measurements} and {t.measurements}.")
     signature = [(op.name, op.wires, len(op.data)) for op in template.operations]

@@ -9,8 +9,6 @@ and, on default.qubit and default.mixed, runs of single-qubit gates are fused
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 import pennylane as qml
 
@@ -112,23 +110,12 @@ def stacked_from_offsets(template, offsets, beff):
     return stacked
 
 
-_NATIVE_BROADCAST: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def broadcasts_natively(device) -> bool:
     """Whether the device simulates a broadcast tape at once (default.qubit) rather than
     splitting it into one tape per batch element (lightning.qubit's ``broadcast_expand``),
-    which would make merging circuits only add work (remembered per device object)."""
-    try:
-        return _NATIVE_BROADCAST[device]
-    except (KeyError, TypeError):
-        pass
-    native = _device_broadcasts_natively(device)
-    try:
-        _NATIVE_BROADCAST[device] = native
-    except TypeError:  # not weakly referenceable
-        pass
-    return native
+    which would make merging circuits only add work. Read off the device's preprocessing
+    every call (tens of microseconds; nothing is kept between calls)."""
+    return _device_broadcasts_natively(device)
 
 
 def _device_broadcasts_natively(device) -> bool:

@@ -8,6 +8,7 @@ import torch
 
 import pennylane_qshiftdp as qs
 from pennylane_qshiftdp.qnn import _structure
+from pennylane_qshiftdp.qnn._caches import layer_cache
 from pennylane_qshiftdp.qnn.evaluation import evaluate_layer
 from pennylane_qshiftdp.qnn.routes import set_gradient_route
 
@@ -185,7 +186,7 @@ def test_which_structures_are_kept(name, kept, monkeypatch):
     layer = _layer(body, shapes)
     x = _batches(n_in, (4,))[0]
     evaluate_layer(layer, x)
-    structures = list(_structure._STRUCTURES.get(layer, {}).values())
+    structures = list(layer_cache(layer, "structures").values())
     assert any(isinstance(s, _structure.Structure) for s in structures) == kept
     assert _builds_of_three_more(layer, x, monkeypatch) == (0 if kept else 3)
 
@@ -198,7 +199,7 @@ def test_refused_structure_is_not_checked_again(monkeypatch):
     x = _batches(n_in, (4,))[0]
     monkeypatch.setattr(_structure, "_sources", lambda *args: None)
     evaluate_layer(layer, x)
-    assert list(_structure._STRUCTURES[layer].values()) == [_structure._REFUSED]
+    assert list(layer_cache(layer, "structures").values()) == [_structure._REFUSED]
     assert _builds_of_three_more(layer, x, monkeypatch) == 3
 
 
@@ -243,7 +244,7 @@ def test_function_raising_at_the_second_point_is_built_afresh():
     x = _batches(n_in, (4,))[0]
     current["x"] = x
     ev = evaluate_layer(layer, x)
-    assert list(_structure._STRUCTURES[layer].values()) == [_structure._REFUSED]
+    assert list(layer_cache(layer, "structures").values()) == [_structure._REFUSED]
     reference = evaluate_layer(_layer(body, shapes), x)
     _assert_same(ev, reference)
 
@@ -310,7 +311,7 @@ def test_tied_weights_are_not_replayed():
     expected = -np.sin(0.7) * np.cos(0.1)  # d/db cos(0.1) cos(b) at b = 0.7
     np.testing.assert_allclose(grads.numpy(), [[0.0, expected]], atol=1e-12)
     assert not any(isinstance(s, _structure.Structure)
-                   for s in _structure._STRUCTURES.get(layer, {}).values())
+                   for s in layer_cache(layer, "structures").values())
 
 
 def test_sparse_hamiltonian_is_refused_with_what_to_use():
