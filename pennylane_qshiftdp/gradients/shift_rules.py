@@ -16,7 +16,7 @@ import pennylane as qml
 from .. import _compat
 from .observables import TRANSFORM_NAME, check_measurements
 
-__all__ = ["check_differentiable", "shift_rule_coefficients"]
+__all__ = ["check_differentiable", "check_rebindable", "shift_rule_coefficients"]
 
 
 def _extract_param_rows(out, tape) -> np.ndarray:
@@ -120,18 +120,27 @@ def check_differentiable(tape: qml.tape.QuantumScript, indices=None) -> None:
                 f"returns 0 here). Let the weight enter through a real angle: e.g. "
                 f"exp(i·w·P) for a Pauli word P is qml.PauliRot(-2 * w, word, wires)."
             )
-        if id(op) in seen:
-            continue
-        seen.add(id(op))
-        try:
-            qml.ops.functions.bind_new_parameters(op, list(op.data))
-        except Exception as err:  # noqa: BLE001 - PennyLane cannot shift this operation
-            raise NotImplementedError(
-                f"{TRANSFORM_NAME}: PennyLane cannot rebind the parameters of `{op.name}` on "
-                f"wires {op.wires.tolist()} ({type(err).__name__}: {err}), so no shifted "
-                f"circuit of it can be built. "
-                f"{_instead(op)}"
-            ) from err
+        if id(op) not in seen:
+            seen.add(id(op))
+            check_rebindable(op)
+
+
+def check_rebindable(op) -> None:
+    """Refuse an operation whose parameters PennyLane cannot rebind: no shifted circuit of it
+    can be built, and PennyLane cannot run it with torch parameters either.
+
+    Raises:
+        NotImplementedError: naming the operation and what to write instead.
+    """
+    try:
+        qml.ops.functions.bind_new_parameters(op, list(op.data))
+    except Exception as err:  # noqa: BLE001 - PennyLane cannot rebind this operation
+        raise NotImplementedError(
+            f"{TRANSFORM_NAME}: PennyLane cannot rebind the parameters of `{op.name}` on "
+            f"wires {op.wires.tolist()} ({type(err).__name__}: {err}), so no shifted circuit "
+            f"of it can be built (nor can PennyLane run it with torch parameters). "
+            f"{_instead(op)}"
+        ) from err
 
 
 def _instead(op) -> str:

@@ -632,13 +632,20 @@ class QShiftDPOptimizer(DPOptimizer):
 
     # ------------------------------------------------------------------ the step
     def _clear_frozen_grad_samples(self) -> None:
-        """Drop the per-example gradients of frozen parameters. Opacus clears trainable
-        parameters only, so a weight frozen after a backward pass would keep its rows and,
-        once unfrozen, add them to a later batch's (opacus#409, #542)."""
+        """Drop the gradients and per-example gradients of frozen parameters.
+
+        Opacus clears and privatises trainable parameters only: a weight frozen after a
+        backward pass would keep its rows and, once unfrozen, add them to a later batch's
+        (opacus#409, #542), and would keep the plain (unclipped, noiseless) ``.grad`` of that
+        backward pass, which the wrapped optimizer would apply (torch's optimizers step every
+        parameter with a gradient, frozen or not).
+        """
         for group in self.original_optimizer.param_groups:
             for p in group["params"]:
-                if not p.requires_grad and getattr(p, "grad_sample", None) is not None:
-                    p.grad_sample = None
+                if not p.requires_grad:
+                    if getattr(p, "grad_sample", None) is not None:
+                        p.grad_sample = None
+                    p.grad = None
 
     def zero_grad(self, set_to_none: bool = False) -> None:
         """Clear gradients, per-sample gradients (of frozen parameters too) and the shot

@@ -35,6 +35,7 @@ import pennylane as qml
 from pennylane.devices.qubit import apply_operation
 from pennylane.measurements import ExpectationMP
 
+from ..gradients._keys import value_key
 from ..sampling._circuit_fusion import fuse_single_qubit
 from ..sampling._state_vector import PAULI_MATRICES, apply_gate, evolve, one_qubit
 
@@ -85,20 +86,30 @@ def supports_adjoint(tape, diff_idx) -> bool:
     return True
 
 
-# Generators of PennyLane's gates, by gate class, wires and hyperparameters (they do not depend
-# on the parameter).
+# Generators of PennyLane's gates (they do not depend on the parameter), by the exact key of
+# the gate class, wires and hyperparameters (arrays by their bytes, nested operators with their
+# data: never a printed representation, which elides long arrays). At most _MAX_GENERATORS.
 _GENERATORS: dict[tuple, tuple] = {}
+_MAX_GENERATORS = 256
 
 
 def _generator(op) -> tuple:
     """``(G, c)`` with :math:`U(\varphi) = e^{i c \varphi G}` (:func:`pennylane.generator`),
     computed once per gate class, wires and hyperparameters."""
-    key = (type(op).__module__, type(op).__qualname__, tuple(op.wires),
-           repr(sorted(op.hyperparameters.items(), key=lambda kv: kv[0])))
-    if key not in _GENERATORS:
-        generator, prefactor = qml.generator(op, format="prefactor")
-        _GENERATORS[key] = (generator, float(np.real(prefactor)))
-    return _GENERATORS[key]
+    try:
+        key: tuple | None = (type(op).__module__, type(op).__qualname__,
+                             tuple(op.wires.tolist()), value_key(dict(op.hyperparameters)))
+    except TypeError:
+        key = None  # a hyperparameter without an exact key: computed every time
+    if key is not None and key in _GENERATORS:
+        return _GENERATORS[key]
+    generator, prefactor = qml.generator(op, format="prefactor")
+    found = (generator, float(np.real(prefactor)))
+    if key is not None:
+        if len(_GENERATORS) >= _MAX_GENERATORS:
+            _GENERATORS.clear()
+        _GENERATORS[key] = found
+    return found
 
 
 def _inner(bra: np.ndarray, ket: np.ndarray) -> np.ndarray:

@@ -14,6 +14,7 @@ import numpy as np
 import pennylane as qml
 import torch
 
+from ..gradients.shift_rules import check_rebindable
 from ..sampling.modes import shot_sampling
 from .evaluation import (
     OutputLayout,
@@ -166,7 +167,12 @@ def forward_parts(layer, inputs) -> tuple[list, OutputLayout] | None:
     check_layer_measurements(tape)
     params = [np.asarray(p.numpy() if isinstance(p, torch.Tensor) else p)
               for p in tape.get_parameters(trainable_only=False)]
-    fwd = tape.bind_new_parameters(params, list(range(len(params))))
+    try:
+        fwd = tape.bind_new_parameters(params, list(range(len(params))))
+    except Exception:
+        for op in tape.operations:  # name the operation PennyLane cannot rebind
+            check_rebindable(op)
+        raise
     exact = shot_sampling(qnode) == "exact_law" and bool(tape.shots)
     out, sizes = forward_rows(fwd, qnode.device, exact=exact, batch=int(inputs.shape[0]),
                                bad=bad)

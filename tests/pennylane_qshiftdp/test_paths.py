@@ -697,3 +697,171 @@ def test_forward_passes_without_gradients_or_in_eval_mode_are_fine(quiet):
     torch.nn.functional.mse_loss(model(xb), yb).backward()
     opt.step()
     assert opt.last_record["batch_examples"] == len(xb)
+
+
+# ------------------------------------------------ issue 32: Opacus's engine, buffers, batches
+def _hybrid2(seed=0):
+    """Linear(2 -> 1) -> the one-qubit TorchLayer, in Opacus's own PrivacyEngine."""
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(2, 1).double(), _qlayer(seed + 1))
+
+
+def test_empty_poisson_batches_through_a_hybrid_in_opacus_privacy_engine():
+    """An empty batch reaches the classical layer before the quantum layer (its gradient is
+    an empty per-example gradient), so Opacus's own optimizer steps with noise only (before
+    the fix: "Per sample gradient is not initialized")."""
+    from opacus import PrivacyEngine
+
+    model = _hybrid2()
+    data = _data(torch.rand(20, 2, dtype=torch.float64), torch.ones(20, dtype=torch.float64))
+    loader = torch.utils.data.DataLoader(data, batch_size=2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m, o, _ = PrivacyEngine(accountant="rdp").make_private(
+            module=qs.qnn.convert_torch_layers(model), optimizer=opt, data_loader=loader,
+            noise_multiplier=1.0, max_grad_norm=1.0)
+    before = [p.detach().clone() for p in model.parameters()]
+    for _ in range(2):
+        o.zero_grad()
+        out = m(torch.zeros(0, 2, dtype=torch.float64))
+        assert out.shape == (0,)
+        out.sum().backward()
+        o.step()
+    moved = [not torch.equal(b, p.detach()) for b, p in zip(before, model.parameters(),
+                                                              strict=True)]
+    assert all(moved)  # noise on every parameter, classical ones included
+
+
+def _two_weight_layer(seed=0):
+    def circuit(inputs, w1, w2):
+        qml.RY(inputs[..., 0], wires=0)
+        qml.RX(w1[0], wires=0)
+        qml.RY(w2[0], wires=0)
+        return qml.expval(qml.Z(0))
+
+    torch.manual_seed(seed)
+    qnode = qml.QNode(circuit, qml.device("default.qubit"), diff_method=qs.param_shift)
+    return qml.qnn.TorchLayer(qnode, {"w1": (1,), "w2": (1,)}).double()
+
+
+@pytest.mark.parametrize("when", ["between_steps", "after_backward"])
+def test_freezing_and_unfreezing_a_weight_mid_training(when):
+    """opacus#409/#542: a weight frozen between steps (or after a backward pass, before the
+    step) and unfrozen later. Each step clips exactly that step's per-example gradients of
+    the trainable weights (checked against the per-example gradients the step's backward
+    produced); the frozen weight does not move (before the fix: refused as "a second
+    backward pass", or a KeyError in the clip; and a weight frozen after the backward pass
+    was stepped with its plain, unclipped and noiseless gradient)."""
+    layer = _two_weight_layer()
+    x, y = _world(12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model, opt, dl = qs.make_private(
+            layer, torch.optim.SGD(layer.parameters(), lr=1.0),
+            torch.utils.data.DataLoader(_data(x, y), batch_size=4), target_epsilon=2.0,
+            target_delta=DELTA, epochs=3, max_grad_norm=0.3, seed=0)
+    opt._standard_normal = lambda n: torch.zeros(n, dtype=torch.float64)  # pre-noise sums
+    inner = model._module
+    steps = 0
+    for i, (xb, yb) in enumerate(dl):
+        frozen = i in (2, 3, 4)
+        if when == "between_steps":
+            inner.w1.requires_grad_(not frozen)
+        opt.zero_grad()
+        (model(xb) * yb).sum().backward()
+        samples = {k: (None if getattr(w, "grad_sample", None) is None
+                       else w.grad_sample.detach().clone())
+                   for k, w in (("w1", inner.w1), ("w2", inner.w2))}
+        if when == "after_backward":
+            inner.w1.requires_grad_(not frozen)
+        w1_before = inner.w1.detach().clone()
+        opt.step()
+        steps += 1
+        trainable = [k for k in ("w1", "w2") if getattr(inner, k).requires_grad]
+        rows = torch.cat([samples[k].reshape(len(xb), -1) for k in trainable], dim=1)
+        factor = (0.3 / (rows.norm(dim=1) + 1e-6)).clamp(max=1.0)
+        expected = (rows * factor[:, None]).sum(0) / opt.expected_batch_size
+        got = torch.cat([getattr(inner, k).grad.reshape(-1) for k in trainable])
+        assert torch.allclose(got, expected, atol=1e-12)
+        if frozen:
+            assert torch.equal(inner.w1.detach(), w1_before)
+            assert getattr(inner.w1, "grad_sample", None) is None  # no stale rows kept
+        if i == 7:
+            break
+    assert opt.ledger.steps == steps
+
+
+def test_batchnorm_without_parameters_is_refused():
+    """BatchNorm1d(affine=False) has no trainable parameter, so Opacus's ModuleValidator
+    (trainable modules only) passes it, but its running mean is 0.1 × the private batch mean
+    after one step, saved in the state dict: refused whatever its parameters."""
+    model = torch.nn.Sequential(torch.nn.Linear(1, 2).double(),
+                                torch.nn.BatchNorm1d(2, affine=False).double(),
+                                torch.nn.Linear(2, 1).double(), torch.nn.Flatten(0))
+    x, y = _world()
+    loader = torch.utils.data.DataLoader(_data(x, y), batch_size=2)
+    with pytest.raises(qs.SensitivityError, match=re.escape("Module '1' (BatchNorm1d)")):
+        qs.make_private(model, torch.optim.SGD(model.parameters(), lr=1.0), loader,
+                        target_epsilon=1.0, target_delta=DELTA, epochs=1, max_grad_norm=1.0)
+    assert torch.equal(model[1].running_mean, torch.zeros(2, dtype=torch.float64))
+
+
+class _RunningMean(torch.nn.Module):
+    """A user module that keeps a running mean of its inputs in a buffer (no parameters)."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(n, dtype=torch.float64))
+
+    def forward(self, x):
+        if self.training:
+            self.mean.mul_(0.9).add_(0.1 * x.detach().mean(0))
+        return x
+
+
+def test_a_module_updating_a_buffer_in_training_is_refused_and_restored():
+    model = torch.nn.Sequential(_RunningMean(1), torch.nn.Linear(1, 1).double(),
+                                torch.nn.Flatten(0))
+    x, y = _world()
+    loader = torch.utils.data.DataLoader(_data(x, y), batch_size=2)
+    with pytest.raises(qs.SensitivityError, match=re.escape("changes the buffer(s) ['0.mean']")):
+        qs.make_private(model, torch.optim.SGD(model.parameters(), lr=1.0), loader,
+                        target_epsilon=1.0, target_delta=DELTA, epochs=1, max_grad_norm=1.0)
+    assert torch.equal(model[0].mean, torch.zeros(1, dtype=torch.float64))  # probe undone
+    model[0].eval()  # fixed statistics: nothing changes in a forward pass, accepted
+    qs.make_private(model, torch.optim.SGD(model.parameters(), lr=1.0), loader,
+                    target_epsilon=1.0, target_delta=DELTA, epochs=1, max_grad_norm=1.0)
+
+
+@pytest.mark.parametrize("kind", sorted(_KINDS))
+def test_batches_drawn_ahead_then_stepped_one_by_one(kind):
+    """``batches = list(loader)`` and then one step per batch, in order: accepted, the same
+    releases as stepping while iterating (before the fix: refused as accumulation); a batch
+    skipped (an empty one) or two batches in one step are refused."""
+    make, kw = _KINDS[kind]
+    finals = []
+    for ahead in (False, True):
+        model, opt, dl, params = _poisson(make, n=20, batch=4, **kw)
+        batches = list(dl) if ahead else dl
+        for xb, yb in batches:
+            opt.zero_grad()
+            _steep(model(xb), yb).backward()
+            opt.step()
+        finals.append(torch.cat([p.detach().reshape(-1) for p in params]))
+        assert opt.ledger.steps == len(dl)
+    assert torch.equal(finals[0], finals[1])
+    model, opt, dl, params = _poisson(make, n=20, batch=4, **kw)
+    batches = list(dl)
+    sizes = [len(b[0]) for b in batches]
+    skip = next(i for i in range(len(sizes) - 1) if sizes[i] != sizes[i + 1])
+    for xb, yb in batches[:skip]:
+        opt.zero_grad()
+        _steep(model(xb), yb).backward()
+        opt.step()
+    xb, yb = batches[skip + 1]  # batch `skip` skipped
+    opt.zero_grad()
+    _steep(model(xb), yb).backward()
+    with pytest.raises(ValueError, match=re.escape("not those of the oldest batch drawn")):
+        opt.step()
+    assert opt.ledger.steps == skip
