@@ -15,6 +15,12 @@ terms: clipping at ``C`` is enforced in the optimizer. ``max_grad_norm="certifie
 sets ``C`` to the a-priori bound Δ of the parameter-shift gradient (Q-ShiftDP: for a certified
 model and the declared loss no clip binds).
 
+Nothing the release divides by or samples with depends on the private data: the noisy sum is
+divided by a public constant b (the loader's ``batch_size`` or a declared
+``expected_batch_size``), never by q·N as Opacus 1.0–1.6 do (opacus#819), and q comes from
+``sample_rate``, a declared ``dataset_size``, or ``len(dataset)`` treated as public (said so in
+the privacy statement).
+
 This module is library code: it imports no data set, model or application code.
 """
 
@@ -31,7 +37,13 @@ from numpy.typing import ArrayLike
 from opacus import GradSampleModule
 
 from . import qnn
-from ._validation import check_choice, check_epsilon, check_positive_float, check_sample_rate
+from ._validation import (
+    check_choice,
+    check_epsilon,
+    check_positive_float,
+    check_positive_int,
+    check_sample_rate,
+)
 from .accountants.calibration import calibrate_noise_multiplier, epochs_to_steps
 from .accountants.ledger import ADJACENCIES, PrivacyLedger
 from .data_loader import poisson_loader, private_dataset
@@ -79,15 +91,26 @@ class _Model:
     classical: list
 
 
+#: How q was obtained (the ledger's ``sample_rate_source``): given, from a declared data set
+#: size, or from ``len(dataset)`` (Opacus's convention; N is then treated as public).
+SAMPLE_RATE_SOURCES = ("sample_rate", "dataset_size", "dataset_length")
+
+
 @dataclasses.dataclass
 class _Sampling:
-    """Poisson sampling: the examples, their number N, the rate q and the planned steps T."""
+    """Poisson sampling: the examples, the rate q, the public divisor b and the steps T.
+
+    ``public_n`` is the data set size the privacy statement may show: the declared one, or
+    ``len(dataset)`` when q is computed from it (then treated as public), else ``None``.
+    """
 
     dataset: torch.utils.data.Dataset
     note: str | None
-    n: int
+    public_n: int | None
     sample_rate: float
+    sample_rate_source: str
     expected_batch_size: float
+    expected_batch_size_source: str
     steps: int
 
 
@@ -146,24 +169,51 @@ def _prepare_model(module, optimizer) -> _Model:
     return _Model(module, layers, trainable, quantum, classical)
 
 
-def _prepare_sampling(data_loader, sample_rate, epochs) -> _Sampling:
-    """The examples Poisson sampling runs over, the rate q and the planned steps."""
+def _prepare_sampling(data_loader, sample_rate, epochs, expected_batch_size=None,
+                      dataset_size=None) -> _Sampling:
+    """The examples Poisson sampling runs over, the rate q, the divisor b and the steps.
+
+    Nothing the release divides by depends on the private data: b is the loader's
+    ``batch_size`` or the declared ``expected_batch_size`` (never q·N, which differs between
+    neighbouring data sets under add/remove adjacency: opacus#819). q is ``sample_rate``, or
+    b / ``dataset_size`` for a declared size, or Opacus's ``1/len(data_loader)``, computed from
+    ``len(dataset)`` (the statement then says N is treated as public).
+    """
     dataset, note = private_dataset(data_loader)
-    n = len(dataset)
     batch_size = data_loader.batch_size
     if batch_size is None or batch_size < 1:
         raise ValueError(f"`data_loader` must have a positive batch_size. Found {batch_size}.")
-    if sample_rate is None and batch_size >= n:
-        warnings.warn(
-            f"The loader's batch_size ({batch_size}) is not below the data set size ({n}): the "
-            f"sampling rate is q = 1, so there is no privacy amplification by sampling.",
-            PrivacyWarning, stacklevel=3)
-    if sample_rate is None:
-        sample_rate = 1.0 / len(data_loader)
+    if sample_rate is not None and dataset_size is not None:
+        raise ValueError(f"Give `sample_rate` or `dataset_size` (q = expected_batch_size / "
+                         f"dataset_size), not both. Found sample_rate={sample_rate!r}, "
+                         f"dataset_size={dataset_size!r}.")
+    if expected_batch_size is None:
+        b, b_source = float(batch_size), "the loader's batch_size"
     else:
-        sample_rate = check_sample_rate(sample_rate, "sample_rate")
-    steps = epochs_to_steps(epochs=epochs, sample_rate=sample_rate)
-    return _Sampling(dataset, note, n, sample_rate, sample_rate * n, steps)
+        b = check_positive_float(expected_batch_size, "expected_batch_size")
+        b_source = "declared (expected_batch_size)"
+    if sample_rate is not None:
+        q, source, public_n = check_sample_rate(sample_rate, "sample_rate"), "sample_rate", None
+    elif dataset_size is not None:
+        public_n = check_positive_int(dataset_size, "dataset_size")
+        if b >= public_n:
+            warnings.warn(
+                f"The expected batch size ({b:g}) is not below the declared dataset_size "
+                f"({public_n}): the sampling rate is q = 1, so there is no privacy "
+                f"amplification by sampling.", PrivacyWarning, stacklevel=3)
+        q, source = min(1.0, b / public_n), "dataset_size"
+    else:
+        public_n = len(dataset)
+        if batch_size >= public_n:
+            warnings.warn(
+                f"The loader's batch_size ({batch_size}) is not below the data set size "
+                f"({public_n}): the sampling rate is q = 1, so there is no privacy "
+                f"amplification by sampling.", PrivacyWarning, stacklevel=3)
+        q, source = 1.0 / len(data_loader), "dataset_length"
+        if note is not None:  # N is treated as public on this path: the statement may show it
+            note += f" (N = {public_n} of {len(data_loader.dataset)})"
+    steps = epochs_to_steps(epochs=epochs, sample_rate=q)
+    return _Sampling(dataset, note, public_n, q, source, b, b_source, steps)
 
 
 def _prepare_sensitivity(model: _Model, example, *, max_grad_norm, credit, loss,
@@ -334,6 +384,7 @@ def _prepare_ledger(sampling: _Sampling, clipping: _Clipping, sens, *, sigma, fl
         "variance_floor_source": variance_floor_source,
         "randomness": _randomness(secure_mode, seed),
         "planned_steps": sampling.steps,
+        "expected_batch_size_source": sampling.expected_batch_size_source,
     }
     if sampling.note is not None:
         extra["sampling_subset"] = sampling.note
@@ -351,7 +402,9 @@ def _prepare_ledger(sampling: _Sampling, clipping: _Clipping, sens, *, sigma, fl
             target_epsilon=target_epsilon, target_delta=target_delta, noise_multiplier=sigma,
             sample_rate=sampling.sample_rate, sensitivity=factor * clipping.clip,
             adjacency=adjacency, credit_mode=credit, beta=beta, accountant=accountant,
-            dataset_size=sampling.n, preprocessing_note=preprocessing_note, extra=extra,
+            dataset_size=sampling.public_n, expected_batch_size=sampling.expected_batch_size,
+            sample_rate_source=sampling.sample_rate_source,
+            preprocessing_note=preprocessing_note, extra=extra,
         )
 
 
@@ -414,6 +467,7 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
                  seed: int | None = None, secure_mode: bool = False,
                  jacobian_bound: ArrayLike | None = None,
                  loss_reduction: str = "mean", sample_rate: float | None = None,
+                 expected_batch_size: float | None = None, dataset_size: int | None = None,
                  distributed: bool = False, input_range: tuple[float, float] | None = None,
                  preprocessing_note: str | None = None,
                  criterion: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
@@ -446,10 +500,12 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
             objects (:func:`~pennylane_qshiftdp.qnn.convert_torch_layers`, the Opacus fixer), so
             ``optimizer`` stays valid; the returned module wraps the converted one.
         optimizer: a ``torch.optim.Optimizer`` over the module's trainable parameters.
-        data_loader: a loader over a map-style dataset of ``(x, y)``; ``1/len(data_loader)``
-            is the Poisson sampling rate q (Opacus's convention). Its sampler may be sequential,
-            shuffling or a ``SubsetRandomSampler`` (Poisson sampling then runs over its
-            indices, N = their count); other samplers are refused.
+        data_loader: a loader over a map-style dataset of ``(x, y)``. Its ``batch_size`` B is
+            the public constant b the noisy sum is divided by (unless ``expected_batch_size``
+            is given) and, without ``sample_rate`` or ``dataset_size``, ``1/len(data_loader)``
+            is the Poisson sampling rate q (Opacus's convention). Its sampler may be
+            sequential, shuffling or a ``SubsetRandomSampler`` (Poisson sampling then runs
+            over its indices); other samplers are refused.
         target_epsilon: ε > 0 (nats). target_delta: δ ∈ (0, 1), well below 1/N.
         epochs: training epochs (T = ⌈epochs / q⌉ steps).
         max_grad_norm: ``"certified"`` (default: C = the a-priori bound Δ of the declared
@@ -493,8 +549,19 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         secure_mode: DP noise from the OS's CSPRNG (refuses ``seed``).
         jacobian_bound: passed to :func:`~pennylane_qshiftdp.sensitivity`.
         loss_reduction: ``"mean"`` (the loop back-propagates a batch mean) or ``"sum"``.
-        sample_rate: Poisson sampling rate q ∈ (0, 1]; default ``1/len(data_loader)``
-            (Opacus's convention). The returned loader then has ``⌈1/q⌉`` batches per epoch.
+        sample_rate: Poisson sampling rate q ∈ (0, 1] (public). Default: b / ``dataset_size``
+            if a size is declared, else ``1/len(data_loader)`` = 1/⌈N/B⌉ (Opacus's
+            convention), computed from the number N of training examples, which the privacy
+            statement then says is treated as public. The returned loader has ``⌈1/q⌉``
+            batches per epoch.
+        expected_batch_size: the public constant b > 0 that the noisy sum (and the adaptive
+            clip's centred count) is divided by; default the loader's ``batch_size``. Never
+            q·N: N differs between neighbouring data sets under add/remove adjacency, and a
+            divisor that follows it moves the release by (1 + q)× the sensitivity the noise
+            is calibrated for (opacus#819; docs/engine.md, "Public normaliser").
+        dataset_size: a declared, public data set size N (a positive integer); then
+            q = min(1, b/N) and the statement shows this N instead of ``len(dataset)``.
+            Exclusive with ``sample_rate``.
         input_range: ``(a, b)`` bounding every input feature (``"public"`` only; public
             knowledge of the preprocessing, e.g. angles in [0, π]).
         distributed: data-parallel training on an initialised ``torch.distributed`` process
@@ -547,7 +614,8 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
     model = _prepare_model(module, optimizer)
     # The checks below run forward passes on synthetic inputs; they draw no seeded shot.
     with preserved_shot_rngs(model.module):
-        sampling = _prepare_sampling(data_loader, sample_rate, epochs)
+        sampling = _prepare_sampling(data_loader, sample_rate, epochs, expected_batch_size,
+                                     dataset_size)
         example = sampling.dataset[0][0]
         sens = _prepare_sensitivity(model, example, max_grad_norm=max_grad_norm, credit=credit,
                                     loss=loss, adaptive_clipping=adaptive_clipping,

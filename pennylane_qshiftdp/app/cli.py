@@ -33,7 +33,7 @@ __all__ = ["build_parser", "main"]
 #: ``--accountant`` choices (the keys of ``calibration.ACCOUNTANTS``; a test checks they agree).
 #: The parser is built without importing torch, PennyLane or Opacus: ``qshiftdp --help`` and
 #: argument errors are fast, and each handler imports what it runs.
-ACCOUNTANT_CHOICES = ("rdp", "prv")
+ACCOUNTANT_CHOICES = ("rdp", "prv", "pld")
 
 PROG = "qshiftdp"
 
@@ -199,8 +199,9 @@ def _add_train_parser(subparsers) -> None:
                    help="with a credit mode, the artificial noise never drops below the level "
                    "whose proven ε is this factor × --epsilon (default: %(default)s)")
     p.add_argument("--accountant", default=d.accountant, choices=ACCOUNTANT_CHOICES,
-                   help="Opacus accountant of the proven ε: rdp or prv (tighter, slower) "
-                   "(default: %(default)s)")
+                   help="accountant of the proven ε: rdp (Opacus), prv (Opacus; tighter, "
+                   "slower) or pld (dp-accounting's privacy loss distributions, registered "
+                   "with Opacus; tightest) (default: %(default)s)")
     p.add_argument("--adjacency", default=d.adjacency, choices=["add_remove", "replace_one"],
                    help="neighbouring data sets: add_remove (one example added or removed, "
                    "Opacus's convention) or replace_one (one example replaced: the noise is "
@@ -816,7 +817,8 @@ def _add_accountant_arg(p: argparse.ArgumentParser) -> None:
         "--accountant",
         choices=ACCOUNTANT_CHOICES,
         default="rdp",
-        help="Opacus accountant: rdp (default) or prv (tighter, slower)",
+        help="accountant: rdp (Opacus; default), prv (Opacus; tighter, slower) or pld "
+        "(dp-accounting's privacy loss distributions; tightest)",
     )
 
 

@@ -324,7 +324,9 @@ def test_empty_batches_q_0_05_forty_steps(memory_manager):
             layer, torch.optim.SGD(layer.parameters(), lr=0.1),
             torch.utils.data.DataLoader(data, batch_size=1), sample_rate=0.05,
             target_epsilon=200.0, target_delta=1e-3, epochs=2, seed=0)
-    assert len(loader) == 20 and opt.expected_batch_size == pytest.approx(0.25)
+    # the public divisor is the loader's batch size (never q·N = 0.25 of the private N = 5)
+    assert len(loader) == 20 and opt.expected_batch_size == 1.0
+    assert opt.ledger.dataset_size is None and opt.ledger.sample_rate_source == "sample_rate"
     w0 = layer.weights.detach().clone()
     _run_empty_batches(model, opt, loader, memory_manager)
     assert opt.ledger.steps == 40 and opt.ledger.sample_rate == 0.05

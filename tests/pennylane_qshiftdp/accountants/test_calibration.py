@@ -66,7 +66,7 @@ class TestComputeEpsilon:
             (
                 {"accountant": "gdp"},
                 ValueError,
-                "`accountant` must be one of 'rdp', 'prv'. Found 'gdp'.",
+                "`accountant` must be one of 'rdp', 'prv', 'pld'. Found 'gdp'.",
             ),
         ],
     )
@@ -174,7 +174,7 @@ class TestCalibrate:
             (
                 {"accountant": "moments"},
                 ValueError,
-                "`accountant` must be one of 'rdp', 'prv'. Found 'moments'.",
+                "`accountant` must be one of 'rdp', 'prv', 'pld'. Found 'moments'.",
             ),
             (
                 {"epsilon_tolerance": 0.0},

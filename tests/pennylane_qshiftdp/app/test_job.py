@@ -23,7 +23,7 @@ def test_train_writes_outputs_and_respects_budget(tmp_path):
                  "noise.png", "privacy_statement.txt"):
         assert (tmp_path / "run" / name).exists(), name
     ledger = json.loads((tmp_path / "run" / "ledger.json").read_text())
-    assert ledger["format_version"] == 2
+    assert ledger["format_version"] == 3
     from pennylane_qshiftdp.app.records import PUBLIC_STEP_FIELDS
 
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
@@ -543,9 +543,11 @@ def test_shots_auto_device_auto_and_eval_shots():
     rec = r.step_records[0]
     sigma = math.sqrt(rec["target_variance"]) / rec["clip_norm"]
     # per-weight bound 1 for ⟨Z0⟩ and |∂ℓ/∂f| ≤ 1 (linear loss): v1 = 1
-    q_n = float(re.search(r"expected batch size qN = ([0-9.]+)", r.statement).group(1))
+    # planned for the public divisor b (the loader's batch size), never for q·N
+    b = float(re.search(r"divided by the public constant b = ([0-9.]+)", r.statement).group(1))
+    assert b == TINY["expected_batch_size"]
     expected = plan_shots(per_example_shot_variance=1.0, noise_multiplier=sigma,
-                          clip_norm=rec["clip_norm"], expected_batch_size=q_n)
+                          clip_norm=rec["clip_norm"], expected_batch_size=b)
     assert r.device == "default.qubit" and r.training_shots > 0
     assert r.shots == expected
     assert r.training_shots % r.shots == 0
