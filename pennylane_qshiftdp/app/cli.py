@@ -710,6 +710,8 @@ def _run_audit_run(args) -> int:
               f"{r.parameters} parameters ({r.layers} {r.directions} layer(s) of canary "
               f"directions); "
               f"canaries sampled {r.canaries_sampled} times")
+        if r.get("limits"):
+            print(f"  {r.limits['text']}")
         if args.output_dir is not None:
             print(f"outputs: {args.output_dir}")
     return 1 if r.proven_refuted else 0
