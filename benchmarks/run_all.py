@@ -283,11 +283,11 @@ def section_accounting(out, lines):
                                               "final_epsilon_rdp", "final_epsilon_prv",
                                               "final_epsilon_pld"]) + "\n")
         lines.append("PLD discretisation at the RDP σ for ε = 1 (both pessimistic: the "
-                     "coarser grid of the product, 1e-3 nats, reports a larger ε than "
-                     "dp-accounting's default 1e-4, by `relative_excess`):\n")
+                     "product's interval, 2^⌊log₂(10⁻³ ε_RDP)⌋ nats, reports a larger ε than a "
+                     "ten times finer grid, by `relative_excess`):\n")
         lines.append(table(data["pld_discretisation"], [
-            "task", "steps", "epsilon_0.001", "epsilon_0.0001", "relative_excess",
-            "seconds_0.001", "seconds_0.0001"]) + "\n")
+            "task", "steps", "interval", "epsilon_product", "epsilon_finer", "relative_excess",
+            "seconds_product", "seconds_finer"]) + "\n")
     lines.append(f"{mode} mode, δ = {data['config']['delta']}. Calibration (Opacus bisection + "
                  f"conservative re-check):\n")
     lines.append(table(data["calibration"], ["accountant", "epsilon", "sample_rate", "steps",

@@ -6,8 +6,9 @@ It returns Opacus's triple ``(module, optimizer, data_loader)``: the module wrap
 parameter-shift transform), a :class:`~pennylane_qshiftdp.QShiftDPOptimizer` (an
 Opacus ``DPOptimizer``: per-example clipping in ``step()``, Gaussian noise, the ledger) and a
 Poisson-sampling loader (Opacus's ``UniformWithReplacementSampler``, empty batches supported, as
-:class:`opacus.data_loader.DPDataLoader`). σ is calibrated by an Opacus
-accountant for (ε, δ, epochs) and charged to the :class:`~.PrivacyLedger`.
+:class:`opacus.data_loader.DPDataLoader`). σ is calibrated by an accountant of Opacus's
+registry (dp-accounting's PLD by default) for (ε, δ, epochs) and charged to the
+:class:`~.PrivacyLedger`.
 
 The guarantee holds for any training loop that calls ``optimizer.step()`` once per backward
 pass over one batch of the returned loader, and any loss that is a sum or mean of per-example
@@ -44,7 +45,11 @@ from ._validation import (
     check_positive_int,
     check_sample_rate,
 )
-from .accountants.calibration import calibrate_noise_multiplier, epochs_to_steps
+from .accountants.calibration import (
+    DEFAULT_ACCOUNTANT,
+    calibrate_noise_multiplier,
+    epochs_to_steps,
+)
 from .accountants.ledger import ADJACENCIES, PrivacyLedger
 from .data_loader import poisson_loader, private_dataset
 from .exceptions import PrivacyWarning, SensitivityError
@@ -340,7 +345,7 @@ def _check_credit(model: _Model, sens, *, credit, max_grad_norm, variance_floor)
 
 def _prepare_noise(sampling: _Sampling, *, target_epsilon, target_delta, accountant, credit,
                    proven_epsilon_factor) -> tuple[float, float | None]:
-    """σ from Opacus's accountant and, with a credit mode, the data-independent noise floor."""
+    """σ from the accountant and, with a credit mode, the data-independent noise floor."""
     sigma = calibrate_noise_multiplier(target_epsilon=target_epsilon, target_delta=target_delta,
                                        sample_rate=sampling.sample_rate, steps=sampling.steps,
                                        accountant=accountant)
@@ -435,8 +440,8 @@ def _versions() -> dict:
     from importlib.metadata import PackageNotFoundError, version
 
     out: dict[str, str | None] = {}
-    for name in ("pennylane-qshiftdp", "pennylane", "pennylane-lightning", "opacus", "torch",
-                 "numpy", "scipy"):
+    for name in ("pennylane-qshiftdp", "pennylane", "pennylane-lightning", "opacus",
+                 "dp-accounting", "torch", "numpy", "scipy"):
         try:
             out[name] = version(name)
         except PackageNotFoundError:
@@ -460,7 +465,7 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
                  target_delta: float, epochs: float, max_grad_norm: float | str = "certified",
                  loss: BoundedLoss | None = None, classical_max_grad_norm: float | None = None,
                  credit: str = "none", beta: float = 0.0, adjacency: str = "add_remove",
-                 accountant: str = "rdp", variance_floor: float = 0.0,
+                 accountant: str = DEFAULT_ACCOUNTANT, variance_floor: float = 0.0,
                  variance_floor_source: str = "declared", recorder: ShotRecorder | None = None,
                  proven_epsilon_factor: float = DEFAULT_PROVEN_EPSILON_FACTOR,
                  strict: bool = False, adaptive_clipping: dict | None = None,
@@ -528,7 +533,10 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         credit: shot-noise credit mode (``"certified"`` only); beta: its failure probability.
         adjacency: ``"add_remove"`` or ``"replace_one"``: the clip stays C and the noise
             follows the doubled sensitivity 2C in every clip mode (and the adaptive count's).
-        accountant: ``"rdp"`` (default) or ``"prv"``.
+        accountant: ``"pld"`` (default: dp-accounting's privacy loss distributions with the
+            pessimistic estimate, registered with Opacus), ``"rdp"`` or ``"prv"`` (Opacus's).
+            σ is calibrated with it and the ledger composes with it; the statement reports
+            RDP and PLD beside it.
         variance_floor: lower bound :math:`v_{\min}` on every circuit's single-shot variance.
         variance_floor_source: ``"proven"`` (from :func:`qprldp_core.certify_device`) or
             ``"declared"``.

@@ -1,7 +1,7 @@
 r"""The privacy ledger: Opacus accounting plus everything a privacy statement needs.
 
-:class:`PrivacyLedger` wraps an Opacus accountant (``RDPAccountant`` by default,
-``PRVAccountant``, or dp-accounting's PLD registered with Opacus as ``"pld"``), records the
+:class:`PrivacyLedger` wraps an accountant of Opacus's registry (dp-accounting's PLD,
+registered as ``"pld"``, by default; Opacus's ``RDPAccountant`` or ``PRVAccountant``), records the
 (σ, q, steps) history, the sensitivity Δ, the adjacency relation, the public divisor of the
 noisy sum and where q came from, the shot-noise credit mode and its failure probability β,
 refuses a step *before* it would take the spent ε above the target, round-trips through a
@@ -38,7 +38,13 @@ from .._validation import (
 )
 from ..credit.shot_noise import CREDIT_MODES
 from ..exceptions import PrivacyBudgetExceededError, PrivacyWarning
-from .composition import check_accountant, epsilon_from_history, extend_history, make_accountant
+from .composition import (
+    DEFAULT_ACCOUNTANT,
+    check_accountant,
+    epsilon_from_history,
+    extend_history,
+    make_accountant,
+)
 from .persistence import FORMAT_VERSION, ledger_state, normalise_extra, parse_state, write_atomic
 from .statement import privacy_statement
 
@@ -56,14 +62,14 @@ _MAX_SEARCH_STEPS = 2**40
 
 
 class PrivacyLedger:
-    r"""Opacus-backed privacy ledger for Q-ShiftDP training.
+    r"""Privacy ledger for Q-ShiftDP training, on an accountant of Opacus's registry.
 
     Each step releases the summed per-example gradients of a Poisson-sampled batch (rate q)
     plus Gaussian noise of total per-coordinate variance σ²Δ², part of which may be credited to
     shot noise (``credit_mode``). The ledger records one (σ, q) sampled-Gaussian composition per
-    step in an Opacus accountant and reports the spent ε at ``target_delta`` (an upper bound, in
-    nats). With ``credit_mode="adaptive"`` the shot-noise lower confidence bound fails with
-    probability at most β over the whole run, so the guarantee is (ε, δ + β).
+    step in the accountant (PLD by default) and reports the spent ε at ``target_delta`` (an
+    upper bound, in nats). With ``credit_mode="adaptive"`` the shot-noise lower confidence bound
+    fails with probability at most β over the whole run, so the guarantee is (ε, δ + β).
 
     A step is checked *before* it is taken: :meth:`step` raises
     :class:`~pennylane_qshiftdp.exceptions.PrivacyBudgetExceededError` and records nothing if
@@ -82,9 +88,9 @@ class PrivacyLedger:
             (docs/noise.md).
         beta: failure probability β of the adaptive credit: in (0, 1) for ``"adaptive"``,
             exactly 0 otherwise.
-        accountant: ``"rdp"`` (Opacus ``RDPAccountant``, default), ``"prv"`` (Opacus
-            ``PRVAccountant``) or ``"pld"`` (dp-accounting's privacy loss distributions,
-            :class:`~pennylane_qshiftdp.accountants.pld.PLDAccountant`).
+        accountant: ``"pld"`` (default: dp-accounting's privacy loss distributions,
+            :class:`~pennylane_qshiftdp.accountants.pld.PLDAccountant`), ``"rdp"`` (Opacus
+            ``RDPAccountant``) or ``"prv"`` (Opacus ``PRVAccountant``).
         dataset_size: number N of training examples (public: declared, or ``len(dataset)``
             treated as public), or ``None``. When given, δ ≥ 1/N gives a
             :class:`~pennylane_qshiftdp.exceptions.PrivacyWarning`, and the statement shows
@@ -123,8 +129,8 @@ class PrivacyLedger:
         ...     _ = ledger.step()
         >>> ledger.steps, ledger.history
         (100, [(1.5, 0.01, 100)])
-        >>> print(f"{ledger.epsilon:.3f}")
-        0.465
+        >>> print(f"{ledger.epsilon:.3f}")  # PLD (the default); RDP: 0.465
+        0.292
         >>> ledger.would_exceed(10_000)
         True
         >>> PrivacyLedger.from_json(ledger.to_json()).epsilon == ledger.epsilon
@@ -142,7 +148,7 @@ class PrivacyLedger:
         adjacency: str = "add_remove",
         credit_mode: str = "none",
         beta: float = 0.0,
-        accountant: str = "rdp",
+        accountant: str = DEFAULT_ACCOUNTANT,
         dataset_size: int | None = None,
         preprocessing_note: str | None = None,
         extra: dict[str, Any] | None = None,

@@ -29,13 +29,47 @@ from typing import Any
 
 from opacus.accountants import IAccountant, create_accountant, register_accountant
 
-__all__ = ["PLDAccountant", "PLD_VALUE_DISCRETIZATION", "pld_epsilon"]
+__all__ = ["PLDAccountant", "PLD_RELATIVE_INTERVAL", "pld_epsilon", "pld_interval"]
 
-#: Discretisation interval (nats) of every privacy loss distribution. Pessimistic rounding makes
-#: any interval an upper bound; 1e-3 instead of dp-accounting's default 1e-4 is about ten times
-#: faster, and the ε it reports is larger by less than 2 % (measured in
-#: benchmarks/bench_accounting.py, "PLD discretisation"), never smaller.
-PLD_VALUE_DISCRETIZATION = 1e-3
+#: Discretisation interval of the privacy loss distributions of a history, relative to the
+#: history's RDP ε at δ = min(δ, 1e-5) (a cheap upper bound of the scale of its privacy loss):
+#: the interval is 2^⌊log₂(PLD_RELATIVE_INTERVAL · ε_RDP)⌋ nats, about 1e-3 at ε ≈ 1
+#: (dp-accounting's default is a fixed 1e-4). Pessimistic rounding makes any interval an upper
+#: bound; one relative to the ε keeps the distribution's support (its cost) about the same at
+#: every scale: a fixed interval is too coarse for ε ≈ 1e-3 (it cannot resolve it) and far too
+#: fine for ε ≈ 1e3 (σ ≪ 1: millions of points, gigabytes). The excess over a ten times finer
+#: grid on the shipped tasks: benchmarks/RESULTS.md §5, "PLD discretisation".
+PLD_RELATIVE_INTERVAL = 1e-3
+
+# Bounds of the interval (nats): below, a grid far finer than any ε worth resolving (2^-20 ≈
+# 1e-6); above, ε is tens of thousands of nats (no protection to resolve).
+_MIN_INTERVAL, _MAX_INTERVAL = 2.0**-20, 2.0**4
+
+# The scale of a history's privacy loss is read at this δ or a smaller one: at a large δ the
+# RDP conversion can return ε ≤ 0 (Opacus), which says nothing of the loss's spread.
+_SCALE_DELTA = 1e-5
+
+
+def pld_interval(history, *, delta: float) -> float:
+    r"""The discretisation interval (nats) :func:`pld_epsilon` uses for ``history`` at ``delta``.
+
+    :math:`2^{\lfloor \log_2(10^{-3}\,\varepsilon_{RDP}) \rfloor}` with
+    :math:`\varepsilon_{RDP}` the RDP accountant's ε of the same history at
+    :math:`\min(\delta, 10^{-5})`, within [2⁻²⁰, 2⁴] (derived here: a numerical choice; any
+    interval gives an upper bound).
+
+    Example:
+        >>> pld_interval([(1.0, 0.2, 50)], delta=1e-5) == 2.0**-7  # ε_RDP = 11.3
+        True
+    """
+    from .composition import epsilon_from_history  # (composition imports this module)
+
+    eps = (epsilon_from_history(history, delta=min(delta, _SCALE_DELTA), accountant="rdp")
+           if history else 0.0)
+    if not math.isfinite(eps):
+        return _MAX_INTERVAL
+    x = PLD_RELATIVE_INTERVAL * max(eps, _MIN_INTERVAL)
+    return min(max(2.0 ** math.floor(math.log2(x)), _MIN_INTERVAL), _MAX_INTERVAL)
 
 
 @functools.lru_cache(maxsize=64)
@@ -49,18 +83,21 @@ def _one_step(sigma: float, q: float, interval: float):
 
 
 def pld_epsilon(history, *, delta: float,
-                value_discretization_interval: float = PLD_VALUE_DISCRETIZATION) -> float:
+                value_discretization_interval: float | None = None) -> float:
     r"""ε (nats, an upper bound) of a history of Poisson-subsampled Gaussian steps, by PLD.
 
-    For every ``(σ, q, steps)`` triple, dp-accounting's pessimistic PLD of one step is
-    self-composed ``steps`` times; the entries are composed in order, starting from the
-    identity, exactly as ``dp_accounting.pld.PLDAccountant.compose`` does for
-    ``SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(σ)), steps)``.
+    For every ``(σ, q, steps)`` triple with q < 1, dp-accounting's pessimistic PLD of one step
+    is self-composed ``steps`` times; at q = 1 the steps are one Gaussian of standard deviation
+    σ/√steps. The entries are composed in order, starting from the identity, exactly as
+    ``dp_accounting.pld.PLDAccountant.compose`` does for
+    ``SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(σ)), steps)`` (q < 1) and
+    ``SelfComposedDpEvent(GaussianDpEvent(σ), steps)`` (q = 1).
 
     Args:
         history: list of ``(noise_multiplier σ > 0, sample_rate q ∈ (0, 1], steps ≥ 1)``.
         delta: δ ∈ (0, 1).
-        value_discretization_interval: the PLD's discretisation interval (nats, > 0).
+        value_discretization_interval: the PLDs' discretisation interval (nats, > 0);
+            ``None``: :func:`pld_interval`, relative to the history's ε.
 
     Returns:
         float: ε at ``delta`` (0 for an empty history).
@@ -74,13 +111,27 @@ def pld_epsilon(history, *, delta: float,
     """
     if not history:
         return 0.0
+    key = tuple((float(s), float(q), int(n)) for s, q, n in history)
+    interval = (pld_interval(key, delta=delta) if value_discretization_interval is None
+                else float(value_discretization_interval))
+    return _composed_epsilon(key, float(delta), interval)
+
+
+@functools.lru_cache(maxsize=256)
+def _composed_epsilon(history: tuple, delta: float, interval: float) -> float:
+    """:func:`pld_epsilon` of a history (a tuple), cached: a ledger's budget check and the
+    proven ε of the step it admits compose the same history, and audits repeat one plan
+    thousands of times."""
     from dp_accounting.pld import privacy_loss_distribution as pld
 
-    total = pld.identity(value_discretization_interval=value_discretization_interval)
+    total = pld.identity(value_discretization_interval=interval)
     for sigma, q, n in history:
-        total = total.compose(
-            _one_step(float(sigma), float(q), float(value_discretization_interval))
-            .self_compose(int(n)))
+        if q == 1.0:  # n Gaussian steps are one Gaussian of std σ/√n (as dp-accounting composes
+            # GaussianDpEvent): no n-fold convolution of a discretised distribution
+            part = _one_step(sigma / math.sqrt(n), 1.0, interval)
+        else:
+            part = _one_step(sigma, q, interval).self_compose(n)
+        total = total.compose(part)
     return float(total.get_epsilon_for_delta(delta))
 
 

@@ -20,9 +20,10 @@ _ACCOUNTANT_NAMES = {
     "arXiv:1908.10530, converted to (ε, δ) by Balle et al. arXiv:1905.09982 Thm. 21)",
     "prv": "PRVAccountant (numerical composition of privacy loss random variables, Gopi et al. "
     "arXiv:2106.02848; the upper end of its error bracket is reported)",
-    "pld": "PLDAccountant registered with Opacus as 'pld' (Google dp-accounting's privacy loss "
-    "distributions of the Poisson-subsampled Gaussian, composed by FFT, with its pessimistic "
-    "discretisation: every rounding increases ε; Doroshenko et al. arXiv:2207.04380)",
+    "pld": "PLDAccountant, registered as 'pld' (Google dp-accounting {dp_accounting}'s privacy "
+    "loss distributions of the Poisson-subsampled Gaussian, composed by FFT, with its "
+    "pessimistic discretisation: every rounding increases ε; Doroshenko et al. "
+    "arXiv:2207.04380)",
 }
 
 _SHORT_NAMES = {"rdp": "RDP", "prv": "PRV", "pld": "PLD"}
@@ -239,8 +240,15 @@ def _sampling_text(ledger) -> str:
 
 def _accountant_text(ledger) -> str:
     """The accountant of the guarantee and, beside it, RDP and PLD on the same history."""
-    text = (f"Accountant: Opacus {opacus.__version__} "
-            f"{_ACCOUNTANT_NAMES[ledger.accountant]}; ε is an upper bound.")
+    name = _ACCOUNTANT_NAMES[ledger.accountant]
+    if "{dp_accounting}" in name:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            name = name.format(dp_accounting=version("dp-accounting"))
+        except PackageNotFoundError:  # pragma: no cover - a dependency
+            name = name.format(dp_accounting="")
+    text = f"Accountant: Opacus {opacus.__version__} {name}; ε is an upper bound."
     if ledger.steps:
         beside = {k: v for k, v in ledger.epsilons.items() if k != ledger.accountant}
         if beside:

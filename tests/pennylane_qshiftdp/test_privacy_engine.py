@@ -7,7 +7,7 @@ import pennylane as qml
 import pytest
 import torch
 from opacus import PrivacyEngine
-from opacus.accountants import RDPAccountant
+from opacus.accountants import RDPAccountant, create_accountant
 from opacus.utils.batch_memory_manager import BatchMemoryManager
 
 import pennylane_qshiftdp as qs
@@ -227,9 +227,12 @@ def test_scheduler_and_ledger_match_a_fresh_opacus_accountant():
         opt.step()
         sched.step()
     assert opt.param_groups[0]["lr"] == pytest.approx(0.5 * 0.1 ** 2)
-    fresh = RDPAccountant()
+    fresh = create_accountant(opt.ledger.accountant)  # "pld", registered with Opacus
     fresh.history = opt.ledger.history
     assert opt.ledger.epsilon == pytest.approx(fresh.get_epsilon(1e-5), rel=1e-12)
+    rdp = RDPAccountant()
+    rdp.history = opt.ledger.history
+    assert opt.ledger.epsilons["rdp"] == pytest.approx(rdp.get_epsilon(1e-5), rel=1e-12)
     assert opt.ledger.steps == 4 and opt.ledger.epsilon <= 3.0
 
 

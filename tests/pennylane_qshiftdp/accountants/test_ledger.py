@@ -12,12 +12,14 @@ from pennylane_qshiftdp.accountants.calibration import calibrate_noise_multiplie
 from pennylane_qshiftdp.accountants.ledger import FORMAT_VERSION, PrivacyLedger
 from pennylane_qshiftdp.exceptions import PrivacyBudgetExceededError, PrivacyWarning
 
+# RDP: these tests check the ledger against Opacus's RDPAccountant (PLD: test_pld.py)
 BASE = dict(
     target_epsilon=1.0,
     target_delta=1e-5,
     noise_multiplier=2.0,
     sample_rate=0.1,
     sensitivity=1.5,
+    accountant="rdp",
 )
 
 
@@ -68,24 +70,27 @@ class TestAccounting:
         for _ in range(3):
             ledger.step()
         assert ledger.epsilon_after(0) == ledger.epsilon
-        expected = compute_epsilon(noise_multiplier=2.0, sample_rate=0.1, steps=10, delta=1e-5)
+        expected = compute_epsilon(noise_multiplier=2.0, sample_rate=0.1, steps=10, delta=1e-5,
+                                   accountant="rdp")
         assert ledger.epsilon_after(7) == pytest.approx(expected, abs=1e-9)
         assert ledger.steps == 3  # epsilon_after records nothing
 
     def test_calibrated_sigma_allows_exactly_the_planned_steps(self):
         steps = 40
-        sigma = calibrate_noise_multiplier(
-            target_epsilon=1.0, target_delta=1e-5, sample_rate=0.2, steps=steps
-        )
-        ledger = make(noise_multiplier=sigma, sample_rate=0.2)
-        assert ledger.remaining_steps() >= steps
-        for _ in range(steps):
-            ledger.step()
-        assert ledger.epsilon <= 1.0
-        assert ledger.epsilon == pytest.approx(
-            compute_epsilon(noise_multiplier=sigma, sample_rate=0.2, steps=steps, delta=1e-5),
-            abs=1e-12,
-        )
+        for accountant in ("rdp", "pld"):
+            sigma = calibrate_noise_multiplier(
+                target_epsilon=1.0, target_delta=1e-5, sample_rate=0.2, steps=steps,
+                accountant=accountant)
+            ledger = make(noise_multiplier=sigma, sample_rate=0.2, accountant=accountant)
+            assert ledger.remaining_steps() >= steps
+            for _ in range(steps):
+                ledger.step()
+            assert ledger.epsilon <= 1.0
+            assert ledger.epsilon == pytest.approx(
+                compute_epsilon(noise_multiplier=sigma, sample_rate=0.2, steps=steps,
+                                delta=1e-5, accountant=accountant),
+                abs=1e-12,
+            )
 
     def test_would_exceed_stops_before_the_step(self):
         ledger = make(noise_multiplier=3.0, sample_rate=0.2)

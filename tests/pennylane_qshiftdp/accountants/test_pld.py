@@ -18,26 +18,26 @@ import pennylane_qshiftdp as qs
 from pennylane_qshiftdp.accountants.calibration import calibrate_noise_multiplier, compute_epsilon
 from pennylane_qshiftdp.accountants.composition import epsilon_from_history
 from pennylane_qshiftdp.accountants.ledger import PrivacyLedger
-from pennylane_qshiftdp.accountants.pld import (
-    PLD_VALUE_DISCRETIZATION,
-    PLDAccountant,
-    pld_epsilon,
-)
+from pennylane_qshiftdp.accountants.pld import PLDAccountant, pld_epsilon, pld_interval
 
 DELTA = 1e-5
 
 
-def _dp_accounting(history, delta=DELTA, interval=PLD_VALUE_DISCRETIZATION):
-    """dp-accounting's own PLDAccountant on the same events (the independent reference)."""
+def _dp_accounting(history, delta=DELTA):
+    """dp-accounting's own PLDAccountant on the same events (the independent reference), at the
+    discretisation interval the product chooses for that history."""
+    interval = pld_interval(history, delta=delta)
     acct = pld_privacy_accountant.PLDAccountant(value_discretization_interval=interval)
     for sigma, q, n in history:
-        acct.compose(dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma)), n)
+        event = dp_event.GaussianDpEvent(sigma)
+        acct.compose(event if q == 1.0 else dp_event.PoissonSampledDpEvent(q, event), n)
     return acct.get_epsilon(delta)
 
 
 @pytest.mark.parametrize("history", [
     [(1.0, 0.2, 50)],  # the issue's example: PLD 10.13 against RDP 11.29
     [(2.158, 1.0, 1)],  # the audit's one step at q = 1
+    [(30.0, 1.0, 100000)],  # q = 1: one Gaussian of std σ/√T, no T-fold convolution
     [(1.1, 0.01, 300)],
     [(3.0, 0.5, 20), (2.0, 0.5, 5), (3.0, 0.25, 7)],  # a scheduler and a new rate
 ])
@@ -60,8 +60,25 @@ def test_issue_numbers_and_pessimistic_discretisation():
     pld = epsilon_from_history(h, delta=DELTA, accountant="pld")
     rdp = epsilon_from_history(h, delta=DELTA, accountant="rdp")
     assert round(pld, 2) == 10.13 and round(rdp, 2) == 11.29
+    assert pld_interval(h, delta=DELTA) == 2.0**-7  # 1e-3 × 11.3, rounded down to 2^k
     fine = pld_epsilon(h, delta=DELTA, value_discretization_interval=1e-4)
     assert fine <= pld <= fine * 1.001
+
+
+@pytest.mark.parametrize("sigma,q,steps", [(0.02, 0.5, 10), (200.0, 0.01, 100),
+                                           (0.05, 1.0, 3)])
+def test_interval_follows_the_scale_of_epsilon(sigma, q, steps):
+    """σ ≪ 1 (ε in the thousands) and σ ≫ 1 (ε ≈ 1e-3) stay cheap and resolved: the interval
+    is about 1e-3 × ε_RDP; a four times finer grid gives a smaller ε (pessimistic rounding),
+    by less than the T intervals each step's rounding can add; and the ε stays below RDP's."""
+    h = [(sigma, q, steps)]
+    interval = pld_interval(h, delta=DELTA)
+    rdp = epsilon_from_history(h, delta=DELTA, accountant="rdp")
+    assert 0.5e-3 * rdp < interval <= 1e-3 * rdp
+    eps = pld_epsilon(h, delta=DELTA)
+    fine = pld_epsilon(h, delta=DELTA, value_discretization_interval=interval / 4)
+    assert fine <= eps <= fine + steps * interval and eps <= rdp
+    assert eps == pytest.approx(_dp_accounting(h), rel=1e-12)
 
 
 def test_registered_with_opacus():
@@ -124,7 +141,7 @@ def test_ledger_with_pld_round_trips_and_reports_rdp_beside_it():
     assert restored.accountant == "pld" and restored.epsilon == ledger.epsilon
     assert json.loads(ledger.to_json())["epsilon_by_accountant"] == eps
     text = ledger.statement()
-    assert "PLDAccountant registered with Opacus as 'pld'" in text
+    assert "PLDAccountant, registered as 'pld' (Google dp-accounting 0.6.0's" in text
     assert re.search(r"On the same proven history: RDP ε = 11\.28\d+ \(each an upper bound; "
                      r"the guarantee and the budget use PLD\)", text)
     # the budget check stops where PLD (not RDP) would exceed the target
