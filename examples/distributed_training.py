@@ -82,6 +82,7 @@ def main(argv=None) -> int:
     (out / name).write_text(json.dumps({
         "epsilon": optimizer.ledger.epsilon, "steps": optimizer.ledger.steps,
         "history": optimizer.ledger.history, "accuracy": accuracy,
+        "expected_batch_size": optimizer.expected_batch_size,
         "examples_seen": sum(r["batch_examples"] for r in optimizer.history),
         "weights": [float(w) for w in model._module.qlayer.weights.detach().reshape(-1)],
     }))

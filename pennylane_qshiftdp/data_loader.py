@@ -60,9 +60,9 @@ def private_dataset(data_loader):
                              "sampling needs each example once.")
         if not indices:
             raise ValueError("`data_loader`'s SubsetRandomSampler has no indices.")
-        return Subset(dataset, indices), (f"Poisson sampling over the {len(indices)} examples of "
-                                          f"the loader's SubsetRandomSampler (N = "
-                                          f"{len(indices)} of {len(dataset)})")
+        return Subset(dataset, indices), ("Poisson sampling over the examples of the "
+                                          "loader's SubsetRandomSampler (a subset of its data "
+                                          "set)")
     raise ValueError(
         f"`data_loader` has its own sampler ({type(sampler).__name__}): make_private replaces "
         f"it by Poisson sampling over the data set, which would ignore it. Pass a loader over "

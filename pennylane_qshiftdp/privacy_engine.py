@@ -6,14 +6,21 @@ It returns Opacus's triple ``(module, optimizer, data_loader)``: the module wrap
 parameter-shift transform), a :class:`~pennylane_qshiftdp.QShiftDPOptimizer` (an
 Opacus ``DPOptimizer``: per-example clipping in ``step()``, Gaussian noise, the ledger) and a
 Poisson-sampling loader (Opacus's ``UniformWithReplacementSampler``, empty batches supported, as
-:class:`opacus.data_loader.DPDataLoader`). σ is calibrated by an Opacus
-accountant for (ε, δ, epochs) and charged to the :class:`~.PrivacyLedger`.
+:class:`opacus.data_loader.DPDataLoader`). σ is calibrated by an accountant of Opacus's
+registry (dp-accounting's PLD by default) for (ε, δ, epochs) and charged to the
+:class:`~.PrivacyLedger`.
 
 The guarantee holds for any training loop that calls ``optimizer.step()`` once per backward
 pass over one batch of the returned loader, and any loss that is a sum or mean of per-example
 terms: clipping at ``C`` is enforced in the optimizer. ``max_grad_norm="certified"`` (default)
 sets ``C`` to the a-priori bound Δ of the parameter-shift gradient (Q-ShiftDP: for a certified
 model and the declared loss no clip binds).
+
+Nothing the release divides by or samples with depends on the private data: the noisy sum is
+divided by a public constant b (the loader's ``batch_size`` or a declared
+``expected_batch_size``), never by q·N as Opacus 1.0–1.6 do (opacus#819), and q comes from
+``sample_rate``, a declared ``dataset_size``, or ``len(dataset)`` treated as public (said so in
+the privacy statement).
 
 This module is library code: it imports no data set, model or application code.
 """
@@ -31,8 +38,18 @@ from numpy.typing import ArrayLike
 from opacus import GradSampleModule
 
 from . import qnn
-from ._validation import check_choice, check_epsilon, check_positive_float, check_sample_rate
-from .accountants.calibration import calibrate_noise_multiplier, epochs_to_steps
+from ._validation import (
+    check_choice,
+    check_epsilon,
+    check_positive_float,
+    check_positive_int,
+    check_sample_rate,
+)
+from .accountants.calibration import (
+    DEFAULT_ACCOUNTANT,
+    calibrate_noise_multiplier,
+    epochs_to_steps,
+)
 from .accountants.ledger import ADJACENCIES, PrivacyLedger
 from .data_loader import poisson_loader, private_dataset
 from .exceptions import PrivacyWarning, SensitivityError
@@ -80,15 +97,26 @@ class _Model:
     classical: list
 
 
+#: How q was obtained (the ledger's ``sample_rate_source``): given, from a declared data set
+#: size, or from ``len(dataset)`` (Opacus's convention; N is then treated as public).
+SAMPLE_RATE_SOURCES = ("sample_rate", "dataset_size", "dataset_length")
+
+
 @dataclasses.dataclass
 class _Sampling:
-    """Poisson sampling: the examples, their number N, the rate q and the planned steps T."""
+    """Poisson sampling: the examples, the rate q, the public divisor b and the steps T.
+
+    ``public_n`` is the data set size the privacy statement may show: the declared one, or
+    ``len(dataset)`` when q is computed from it (then treated as public), else ``None``.
+    """
 
     dataset: torch.utils.data.Dataset
     note: str | None
-    n: int
+    public_n: int | None
     sample_rate: float
+    sample_rate_source: str
     expected_batch_size: float
+    expected_batch_size_source: str
     steps: int
 
 
@@ -147,24 +175,51 @@ def _prepare_model(module, optimizer) -> _Model:
     return _Model(module, layers, trainable, quantum, classical)
 
 
-def _prepare_sampling(data_loader, sample_rate, epochs) -> _Sampling:
-    """The examples Poisson sampling runs over, the rate q and the planned steps."""
+def _prepare_sampling(data_loader, sample_rate, epochs, expected_batch_size=None,
+                      dataset_size=None) -> _Sampling:
+    """The examples Poisson sampling runs over, the rate q, the divisor b and the steps.
+
+    Nothing the release divides by depends on the private data: b is the loader's
+    ``batch_size`` or the declared ``expected_batch_size`` (never q·N, which differs between
+    neighbouring data sets under add/remove adjacency: opacus#819). q is ``sample_rate``, or
+    b / ``dataset_size`` for a declared size, or Opacus's ``1/len(data_loader)``, computed from
+    ``len(dataset)`` (the statement then says N is treated as public).
+    """
     dataset, note = private_dataset(data_loader)
-    n = len(dataset)
     batch_size = data_loader.batch_size
     if batch_size is None or batch_size < 1:
         raise ValueError(f"`data_loader` must have a positive batch_size. Found {batch_size}.")
-    if sample_rate is None and batch_size >= n:
-        warnings.warn(
-            f"The loader's batch_size ({batch_size}) is not below the data set size ({n}): the "
-            f"sampling rate is q = 1, so there is no privacy amplification by sampling.",
-            PrivacyWarning, stacklevel=3)
-    if sample_rate is None:
-        sample_rate = 1.0 / len(data_loader)
+    if sample_rate is not None and dataset_size is not None:
+        raise ValueError(f"Give `sample_rate` or `dataset_size` (q = expected_batch_size / "
+                         f"dataset_size), not both. Found sample_rate={sample_rate!r}, "
+                         f"dataset_size={dataset_size!r}.")
+    if expected_batch_size is None:
+        b, b_source = float(batch_size), "the loader's batch_size"
     else:
-        sample_rate = check_sample_rate(sample_rate, "sample_rate")
-    steps = epochs_to_steps(epochs=epochs, sample_rate=sample_rate)
-    return _Sampling(dataset, note, n, sample_rate, sample_rate * n, steps)
+        b = check_positive_float(expected_batch_size, "expected_batch_size")
+        b_source = "declared (expected_batch_size)"
+    if sample_rate is not None:
+        q, source, public_n = check_sample_rate(sample_rate, "sample_rate"), "sample_rate", None
+    elif dataset_size is not None:
+        public_n = check_positive_int(dataset_size, "dataset_size")
+        if b >= public_n:
+            warnings.warn(
+                f"The expected batch size ({b:g}) is not below the declared dataset_size "
+                f"({public_n}): the sampling rate is q = 1, so there is no privacy "
+                f"amplification by sampling.", PrivacyWarning, stacklevel=3)
+        q, source = min(1.0, b / public_n), "dataset_size"
+    else:
+        public_n = len(dataset)
+        if batch_size >= public_n:
+            warnings.warn(
+                f"The loader's batch_size ({batch_size}) is not below the data set size "
+                f"({public_n}): the sampling rate is q = 1, so there is no privacy "
+                f"amplification by sampling.", PrivacyWarning, stacklevel=3)
+        q, source = 1.0 / len(data_loader), "dataset_length"
+        if note is not None:  # N is treated as public on this path: the statement may show it
+            note += f" (N = {public_n} of {len(data_loader.dataset)})"
+    steps = epochs_to_steps(epochs=epochs, sample_rate=q)
+    return _Sampling(dataset, note, public_n, q, source, b, b_source, steps)
 
 
 def _prepare_sensitivity(model: _Model, example, *, max_grad_norm, credit, loss,
@@ -291,7 +346,7 @@ def _check_credit(model: _Model, sens, *, credit, max_grad_norm, variance_floor)
 
 def _prepare_noise(sampling: _Sampling, *, target_epsilon, target_delta, accountant, credit,
                    proven_epsilon_factor) -> tuple[float, float | None]:
-    """σ from Opacus's accountant and, with a credit mode, the data-independent noise floor."""
+    """σ from the accountant and, with a credit mode, the data-independent noise floor."""
     sigma = calibrate_noise_multiplier(target_epsilon=target_epsilon, target_delta=target_delta,
                                        sample_rate=sampling.sample_rate, steps=sampling.steps,
                                        accountant=accountant)
@@ -335,6 +390,7 @@ def _prepare_ledger(sampling: _Sampling, clipping: _Clipping, sens, *, sigma, fl
         "variance_floor_source": variance_floor_source,
         "randomness": _randomness(secure_mode, seed),
         "planned_steps": sampling.steps,
+        "expected_batch_size_source": sampling.expected_batch_size_source,
     }
     if sampling.note is not None:
         extra["sampling_subset"] = sampling.note
@@ -352,7 +408,9 @@ def _prepare_ledger(sampling: _Sampling, clipping: _Clipping, sens, *, sigma, fl
             target_epsilon=target_epsilon, target_delta=target_delta, noise_multiplier=sigma,
             sample_rate=sampling.sample_rate, sensitivity=factor * clipping.clip,
             adjacency=adjacency, credit_mode=credit, beta=beta, accountant=accountant,
-            dataset_size=sampling.n, preprocessing_note=preprocessing_note, extra=extra,
+            dataset_size=sampling.public_n, expected_batch_size=sampling.expected_batch_size,
+            sample_rate_source=sampling.sample_rate_source,
+            preprocessing_note=preprocessing_note, extra=extra,
         )
 
 
@@ -383,8 +441,8 @@ def _versions() -> dict:
     from importlib.metadata import PackageNotFoundError, version
 
     out: dict[str, str | None] = {}
-    for name in ("pennylane-qshiftdp", "pennylane", "pennylane-lightning", "opacus", "torch",
-                 "numpy", "scipy"):
+    for name in ("pennylane-qshiftdp", "pennylane", "pennylane-lightning", "opacus",
+                 "dp-accounting", "torch", "numpy", "scipy"):
         try:
             out[name] = version(name)
         except PackageNotFoundError:
@@ -408,13 +466,14 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
                  target_delta: float, epochs: float, max_grad_norm: float | str = "certified",
                  loss: BoundedLoss | None = None, classical_max_grad_norm: float | None = None,
                  credit: str = "none", beta: float = 0.0, adjacency: str = "add_remove",
-                 accountant: str = "rdp", variance_floor: float = 0.0,
+                 accountant: str = DEFAULT_ACCOUNTANT, variance_floor: float = 0.0,
                  variance_floor_source: str = "declared", recorder: ShotRecorder | None = None,
                  proven_epsilon_factor: float = DEFAULT_PROVEN_EPSILON_FACTOR,
                  strict: bool = False, adaptive_clipping: dict | None = None,
                  seed: int | None = None, secure_mode: bool = False,
                  jacobian_bound: ArrayLike | None = None,
                  loss_reduction: str = "mean", sample_rate: float | None = None,
+                 expected_batch_size: float | None = None, dataset_size: int | None = None,
                  distributed: bool = False, input_range: tuple[float, float] | None = None,
                  preprocessing_note: str | None = None,
                  criterion: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
@@ -447,10 +506,12 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
             objects (:func:`~pennylane_qshiftdp.qnn.convert_torch_layers`, the Opacus fixer), so
             ``optimizer`` stays valid; the returned module wraps the converted one.
         optimizer: a ``torch.optim.Optimizer`` over the module's trainable parameters.
-        data_loader: a loader over a map-style dataset of ``(x, y)``; ``1/len(data_loader)``
-            is the Poisson sampling rate q (Opacus's convention). Its sampler may be sequential,
-            shuffling or a ``SubsetRandomSampler`` (Poisson sampling then runs over its
-            indices, N = their count); other samplers are refused.
+        data_loader: a loader over a map-style dataset of ``(x, y)``. Its ``batch_size`` B is
+            the public constant b the noisy sum is divided by (unless ``expected_batch_size``
+            is given) and, without ``sample_rate`` or ``dataset_size``, ``1/len(data_loader)``
+            is the Poisson sampling rate q (Opacus's convention). Its sampler may be
+            sequential, shuffling or a ``SubsetRandomSampler`` (Poisson sampling then runs
+            over its indices); other samplers are refused.
         target_epsilon: ε > 0 (nats). target_delta: δ ∈ (0, 1), well below 1/N.
         epochs: training epochs (T = ⌈epochs / q⌉ steps).
         max_grad_norm: ``"certified"`` (default: C = the a-priori bound Δ of the declared
@@ -473,7 +534,10 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         credit: shot-noise credit mode (``"certified"`` only); beta: its failure probability.
         adjacency: ``"add_remove"`` or ``"replace_one"``: the clip stays C and the noise
             follows the doubled sensitivity 2C in every clip mode (and the adaptive count's).
-        accountant: ``"rdp"`` (default) or ``"prv"``.
+        accountant: ``"pld"`` (default: dp-accounting's privacy loss distributions with the
+            pessimistic estimate, registered with Opacus), ``"rdp"`` or ``"prv"`` (Opacus's).
+            σ is calibrated with it and the ledger composes with it; the statement reports
+            RDP and PLD beside it.
         variance_floor: lower bound :math:`v_{\min}` on every circuit's single-shot variance.
         variance_floor_source: ``"proven"`` (from :func:`qprldp_core.certify_device`) or
             ``"declared"``.
@@ -494,8 +558,19 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         secure_mode: DP noise from the OS's CSPRNG (refuses ``seed``).
         jacobian_bound: passed to :func:`~pennylane_qshiftdp.sensitivity`.
         loss_reduction: ``"mean"`` (the loop back-propagates a batch mean) or ``"sum"``.
-        sample_rate: Poisson sampling rate q ∈ (0, 1]; default ``1/len(data_loader)``
-            (Opacus's convention). The returned loader then has ``⌈1/q⌉`` batches per epoch.
+        sample_rate: Poisson sampling rate q ∈ (0, 1] (public). Default: b / ``dataset_size``
+            if a size is declared, else ``1/len(data_loader)`` = 1/⌈N/B⌉ (Opacus's
+            convention), computed from the number N of training examples, which the privacy
+            statement then says is treated as public. The returned loader has ``⌈1/q⌉``
+            batches per epoch.
+        expected_batch_size: the public constant b > 0 that the noisy sum (and the adaptive
+            clip's centred count) is divided by; default the loader's ``batch_size``. Never
+            q·N: N differs between neighbouring data sets under add/remove adjacency, and a
+            divisor that follows it moves the release by (1 + q)× the sensitivity the noise
+            is calibrated for (opacus#819; docs/engine.md, "Public normaliser").
+        dataset_size: a declared, public data set size N (a positive integer); then
+            q = min(1, b/N) and the statement shows this N instead of ``len(dataset)``.
+            Exclusive with ``sample_rate``.
         input_range: ``(a, b)`` bounding every input feature (``"public"`` only; public
             knowledge of the preprocessing, e.g. angles in [0, π]).
         distributed: data-parallel training on an initialised ``torch.distributed`` process
@@ -548,7 +623,8 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
     model = _prepare_model(module, optimizer)
     # The checks below run forward passes on synthetic inputs; they draw no seeded shot.
     with preserved_shot_rngs(model.module):
-        sampling = _prepare_sampling(data_loader, sample_rate, epochs)
+        sampling = _prepare_sampling(data_loader, sample_rate, epochs, expected_batch_size,
+                                     dataset_size)
         example = sampling.dataset[0][0]
         check_training_buffers(model.module, example)
         sens = _prepare_sensitivity(model, example, max_grad_norm=max_grad_norm, credit=credit,

@@ -40,9 +40,15 @@ def test_bench_accounting(tmp_path):
     _module("bench_accounting").main(["--tiny", "--out", str(tmp_path)])
     data = _result(tmp_path, "bench_accounting_quick",
                    ["calibration", "epsilon_vs_steps", "adaptivity_cost", "config"])
-    assert {r["accountant"] for r in data["calibration"]} == {"rdp", "prv"}
+    assert {r["accountant"] for r in data["calibration"]} == {"rdp", "prv", "pld"}
     row = data["epsilon_vs_steps"][0]
-    assert {"epsilon_rdp", "epsilon_prv"} <= set(row)
+    assert {"epsilon_rdp", "epsilon_prv", "epsilon_pld"} <= set(row)
+    task = data["shipped_tasks"][0]
+    assert task["task"] == "digits 0 vs 1" and task["steps"] == 50
+    assert task["sigma_pld"] < task["sigma_rdp"]  # PLD is tighter: less noise at the same ε
+    assert task["epsilon_pld_at_rdp_sigma"] < task["epsilon"]
+    assert data["per_step"][0]["ms_per_step_pld"] > 0
+    assert 0 <= data["pld_discretisation"][0]["relative_excess"] < 0.01
     assert data["adaptivity_cost"][0]["z_gaussian"] > 0
 
 

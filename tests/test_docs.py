@@ -92,7 +92,8 @@ def test_guide_troubleshooting_table_covers_the_symptoms():
     assert len(rows) >= 7
     for needle in ("non-private baseline", "chance", "credit mode gives nothing",
                    "certified_bound_violations", "largest_certified_norm_ratio",
-                   "unstable", "PrivacyBudgetExceededError", "RDP and PRV", 'accountant="prv"'):
+                   "unstable", "PrivacyBudgetExceededError", "(PLD, RDP, PRV)",
+                   "ledger.epsilons", "--accountant rdp"):
         assert needle in table, needle
     assert all(r.count("|") >= 4 for r in rows)
 

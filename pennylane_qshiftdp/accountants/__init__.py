@@ -1,22 +1,28 @@
-r"""Accounting: σ calibrated by an Opacus accountant, and the privacy ledger.
+r"""Accounting: σ calibrated by an accountant of Opacus's registry, and the privacy ledger.
 
+* :mod:`.pld`: :class:`PLDAccountant`, dp-accounting's privacy loss distributions registered
+  with Opacus as ``"pld"`` (the default, :data:`DEFAULT_ACCOUNTANT`);
 * :mod:`.calibration`: :func:`calibrate_noise_multiplier`, :func:`compute_epsilon`,
-  :func:`epochs_to_steps`, :func:`plan_shots` (Opacus's RDP or PRV accountant);
+  :func:`epochs_to_steps`, :func:`plan_shots` (PLD, or Opacus's RDP or PRV accountant);
 * :mod:`.ledger`: :class:`PrivacyLedger`, the proven and credited histories, the budget guard,
   persistence and the privacy statement.
 """
 
 from .calibration import (
     ACCOUNTANTS,
+    DEFAULT_ACCOUNTANT,
     calibrate_noise_multiplier,
     compute_epsilon,
     epochs_to_steps,
     plan_shots,
 )
 from .ledger import PrivacyLedger
+from .pld import PLDAccountant
 
 __all__ = [
     "ACCOUNTANTS",
+    "DEFAULT_ACCOUNTANT",
+    "PLDAccountant",
     "PrivacyLedger",
     "calibrate_noise_multiplier",
     "compute_epsilon",

@@ -1,10 +1,11 @@
-r"""Noise calibration on Opacus's privacy accountants.
+r"""Noise calibration on the privacy accountants (Opacus's registry: RDP, PRV, and PLD).
 
 The noise multiplier σ of the Poisson-subsampled Gaussian mechanism is the ratio of the
 standard deviation of the Gaussian noise added to the summed gradient to the per-example
 sensitivity Δ. For a budget (ε, δ), a sampling rate q and a number of steps T, σ is found by
-bisection on Opacus's accountants (RDP by default, PRV optionally); no RDP formula is written
-here. The result is conservative: ε(σ) is recomputed with a fresh accountant and σ is raised
+Opacus's bisection on an accountant of Opacus's registry: dp-accounting's PLD by default
+(registered as ``"pld"`` by :mod:`.pld`), Opacus's RDP or PRV on request; no privacy analysis is
+written here. The result is conservative: ε(σ) is recomputed with a fresh accountant and σ is raised
 until ε(σ) ≤ target.
 
 All ε are in nats.
@@ -14,6 +15,7 @@ References:
     Mironov, Talwar, Zhang, "Rényi Differential Privacy of the Sampled Gaussian Mechanism",
     arXiv:1908.10530.
     Gopi, Lee, Wutschitz, "Numerical Composition of Differential Privacy", arXiv:2106.02848 (PRV).
+    Doroshenko, Ghazi, Kamath, Kumar, Manurangsi, "Connect the Dots", arXiv:2207.04380 (PLD).
     Yousefpour et al., "Opacus: User-Friendly Differential Privacy Library in PyTorch",
     arXiv:2109.12298.
 """
@@ -32,10 +34,17 @@ from .._validation import (
     check_positive_int,
     check_sample_rate,
 )
-from .composition import ACCOUNTANTS, check_accountant, epsilon_from_history, quiet_opacus
+from .composition import (
+    ACCOUNTANTS,
+    DEFAULT_ACCOUNTANT,
+    check_accountant,
+    epsilon_from_history,
+    quiet_opacus,
+)
 
 __all__ = [
     "ACCOUNTANTS",
+    "DEFAULT_ACCOUNTANT",
     "calibrate_noise_multiplier",
     "compute_epsilon",
     "epochs_to_steps",
@@ -48,6 +57,12 @@ _MAX_SIGMA = 1e6
 #: Relative step by which σ is raised when the re-check finds ε(σ) > target.
 _SIGMA_BUMP = 1e-3
 
+#: With the PLD accountant the bisection's tolerance is at least this fraction of the target:
+#: its discretisation interval (about 1e-3 × ε, pld.PLD_RELATIVE_INTERVAL) halves at some σ,
+#: where ε(σ) steps down by a fraction of that interval; a fixed 0.01 nats could fall inside
+#: such a step at a large ε and the bisection would never end.
+_PLD_RELATIVE_TOLERANCE = 5e-3
+
 
 def compute_epsilon(
     *,
@@ -55,9 +70,9 @@ def compute_epsilon(
     sample_rate: float,
     steps: int,
     delta: float,
-    accountant: str = "rdp",
+    accountant: str = DEFAULT_ACCOUNTANT,
 ) -> float:
-    r"""ε spent by ``steps`` Poisson-subsampled Gaussian steps, from Opacus's accountant.
+    r"""ε spent by ``steps`` Poisson-subsampled Gaussian steps, from a privacy accountant.
 
     The mechanism releases :math:`\sum_{j \in B} g_j + \mathcal{N}(0, \sigma^2 \Delta^2 I)`
     with every example in the batch :math:`B` independently with probability :math:`q`, and
@@ -70,8 +85,9 @@ def compute_epsilon(
         sample_rate: Poisson sampling rate q ∈ (0, 1] (expected batch size / dataset size).
         steps: number of steps T ≥ 1.
         delta: δ ∈ (0, 1).
-        accountant: ``"rdp"`` (Opacus ``RDPAccountant``, default) or ``"prv"``
-            (Opacus ``PRVAccountant``, tighter, slower).
+        accountant: ``"pld"`` (default: dp-accounting's privacy loss distributions,
+            pessimistic), ``"rdp"`` (Opacus ``RDPAccountant``) or ``"prv"`` (Opacus
+            ``PRVAccountant``).
 
     Returns:
         ε in nats (an upper bound; ``inf`` if the accountant cannot bound it).
@@ -82,12 +98,13 @@ def compute_epsilon(
 
     References:
         Mironov, Talwar, Zhang, arXiv:1908.10530 (RDP of the sampled Gaussian mechanism);
-        Abadi et al., arXiv:1607.00133; Opacus ``opacus.accountants``.
+        Doroshenko et al., arXiv:2207.04380 (PLD); Abadi et al., arXiv:1607.00133; Opacus
+        ``opacus.accountants``; dp-accounting ``dp_accounting.pld``.
 
     Example:
         >>> eps = compute_epsilon(noise_multiplier=1.0, sample_rate=0.01, steps=1000, delta=1e-5)
-        >>> print(f"{eps:.2f}")
-        2.10
+        >>> print(f"{eps:.2f}")  # PLD; RDP gives 2.10
+        1.83
     """
     sigma = check_positive_float(noise_multiplier, "noise_multiplier")
     q = check_sample_rate(sample_rate, "sample_rate")
@@ -103,13 +120,13 @@ def calibrate_noise_multiplier(
     target_delta: float,
     sample_rate: float,
     steps: int,
-    accountant: str = "rdp",
+    accountant: str = DEFAULT_ACCOUNTANT,
     epsilon_tolerance: float = 0.01,
 ) -> float:
     r"""Smallest noise multiplier σ (up to a tolerance) meeting an (ε, δ) budget.
 
     Finds σ such that ``steps`` compositions of the Poisson-subsampled Gaussian mechanism with
-    sampling rate q satisfy (ε, δ)-DP according to Opacus's accountant, by Opacus's bisection
+    sampling rate q satisfy (ε, δ)-DP according to the accountant, by Opacus's bisection
     (:func:`opacus.accountants.utils.get_noise_multiplier`), which returns the upper end of its
     bracket, with ε(σ) ∈ [target − tolerance, target]. The result is then re-checked with a
     fresh accountant (:func:`compute_epsilon`); if ε(σ) > target, σ is raised by 0.1 % at a time
@@ -120,9 +137,11 @@ def calibrate_noise_multiplier(
         target_delta: budget δ ∈ (0, 1); choose δ well below 1 / dataset size.
         sample_rate: Poisson sampling rate q ∈ (0, 1] (expected batch size / dataset size).
         steps: number of steps T ≥ 1 (for E epochs, T = ⌈E / q⌉, see :func:`epochs_to_steps`).
-        accountant: ``"rdp"`` (default) or ``"prv"``.
+        accountant: ``"pld"`` (default), ``"rdp"`` or ``"prv"`` (:func:`compute_epsilon`).
         epsilon_tolerance: absolute tolerance (nats, > 0) of the bisection on ε: the returned σ
-            spends between ``target_epsilon - epsilon_tolerance`` and ``target_epsilon``.
+            spends between ``target_epsilon - epsilon_tolerance`` and ``target_epsilon``
+            (with ``"pld"`` at least 0.5 % of ``target_epsilon``: its ε steps where its
+            discretisation interval halves).
 
     Returns:
         σ > 0, noise standard deviation in units of the sensitivity Δ.
@@ -141,8 +160,8 @@ def calibrate_noise_multiplier(
         >>> sigma = calibrate_noise_multiplier(
         ...     target_epsilon=1.0, target_delta=1e-5, sample_rate=0.01, steps=1000
         ... )
-        >>> print(f"{sigma:.3f}")
-        1.523
+        >>> print(f"{sigma:.3f}")  # PLD; RDP needs 1.523
+        1.416
         >>> compute_epsilon(
         ...     noise_multiplier=sigma, sample_rate=0.01, steps=1000, delta=1e-5
         ... ) <= 1.0
@@ -154,6 +173,8 @@ def calibrate_noise_multiplier(
     steps = check_positive_int(steps, "steps")
     accountant = check_accountant(accountant)
     tol = check_positive_float(epsilon_tolerance, "epsilon_tolerance")
+    if accountant == "pld":
+        tol = max(tol, _PLD_RELATIVE_TOLERANCE * eps)
 
     try:
         with quiet_opacus():

@@ -1,10 +1,12 @@
 r"""The privacy ledger: Opacus accounting plus everything a privacy statement needs.
 
-:class:`PrivacyLedger` wraps an Opacus accountant (``RDPAccountant`` by default,
-``PRVAccountant`` optionally), records the (σ, q, steps) history, the sensitivity Δ, the
-adjacency relation, the shot-noise credit mode and its failure probability β, refuses a step
-*before* it would take the spent ε above the target, round-trips through a versioned JSON form
-for checkpoint/resume, and writes a human-readable privacy statement.
+:class:`PrivacyLedger` wraps an accountant of Opacus's registry (dp-accounting's PLD,
+registered as ``"pld"``, by default; Opacus's ``RDPAccountant`` or ``PRVAccountant``), records the
+(σ, q, steps) history, the sensitivity Δ, the adjacency relation, the public divisor of the
+noisy sum and where q came from, the shot-noise credit mode and its failure probability β,
+refuses a step *before* it would take the spent ε above the target, round-trips through a
+versioned JSON form for checkpoint/resume, and writes a human-readable privacy statement that
+reports the ε of RDP and PLD beside its own.
 
 All ε are in nats.
 
@@ -36,28 +38,38 @@ from .._validation import (
 )
 from ..credit.shot_noise import CREDIT_MODES
 from ..exceptions import PrivacyBudgetExceededError, PrivacyWarning
-from .composition import check_accountant, epsilon_from_history, extend_history, make_accountant
+from .composition import (
+    DEFAULT_ACCOUNTANT,
+    check_accountant,
+    epsilon_from_history,
+    extend_history,
+    make_accountant,
+)
 from .persistence import FORMAT_VERSION, ledger_state, normalise_extra, parse_state, write_atomic
 from .statement import privacy_statement
 
-__all__ = ["PrivacyLedger", "ADJACENCIES", "CREDIT_MODES", "FORMAT_VERSION"]
+__all__ = ["PrivacyLedger", "ADJACENCIES", "CREDIT_MODES", "FORMAT_VERSION",
+           "SAMPLE_RATE_SOURCES"]
 
 #: Neighbouring-dataset relations. ``replace_one`` requires Δ to include the factor 2.
 ADJACENCIES = ("add_remove", "replace_one")
+
+#: How the sampling rate q was obtained (:attr:`PrivacyLedger.sample_rate_source`).
+SAMPLE_RATE_SOURCES = ("sample_rate", "dataset_size", "dataset_length")
 
 #: Largest number of steps :meth:`PrivacyLedger.remaining_steps` searches (2**40).
 _MAX_SEARCH_STEPS = 2**40
 
 
 class PrivacyLedger:
-    r"""Opacus-backed privacy ledger for Q-ShiftDP training.
+    r"""Privacy ledger for Q-ShiftDP training, on an accountant of Opacus's registry.
 
     Each step releases the summed per-example gradients of a Poisson-sampled batch (rate q)
     plus Gaussian noise of total per-coordinate variance σ²Δ², part of which may be credited to
     shot noise (``credit_mode``). The ledger records one (σ, q) sampled-Gaussian composition per
-    step in an Opacus accountant and reports the spent ε at ``target_delta`` (an upper bound, in
-    nats). With ``credit_mode="adaptive"`` the shot-noise lower confidence bound fails with
-    probability at most β over the whole run, so the guarantee is (ε, δ + β).
+    step in the accountant (PLD by default) and reports the spent ε at ``target_delta`` (an
+    upper bound, in nats). With ``credit_mode="adaptive"`` the shot-noise lower confidence bound
+    fails with probability at most β over the whole run, so the guarantee is (ε, δ + β).
 
     A step is checked *before* it is taken: :meth:`step` raises
     :class:`~pennylane_qshiftdp.exceptions.PrivacyBudgetExceededError` and records nothing if
@@ -76,10 +88,13 @@ class PrivacyLedger:
             (docs/noise.md).
         beta: failure probability β of the adaptive credit: in (0, 1) for ``"adaptive"``,
             exactly 0 otherwise.
-        accountant: ``"rdp"`` (Opacus ``RDPAccountant``, default) or ``"prv"``.
-        dataset_size: number N of training examples, or ``None``. When given, δ ≥ 1/N gives a
-            :class:`~pennylane_qshiftdp.exceptions.PrivacyWarning`, and the statement shows the
-            expected batch size qN.
+        accountant: ``"pld"`` (default: dp-accounting's privacy loss distributions,
+            :class:`~pennylane_qshiftdp.accountants.pld.PLDAccountant`), ``"rdp"`` (Opacus
+            ``RDPAccountant``) or ``"prv"`` (Opacus ``PRVAccountant``).
+        dataset_size: number N of training examples (public: declared, or ``len(dataset)``
+            treated as public), or ``None``. When given, δ ≥ 1/N gives a
+            :class:`~pennylane_qshiftdp.exceptions.PrivacyWarning`, and the statement shows
+            it.
         preprocessing_note: which data-dependent statistics are *not* protected (e.g. the
             mean and principal components of the training data), or ``None`` if the
             preprocessing is data-independent.
@@ -87,6 +102,12 @@ class PrivacyLedger:
             key ``"preprocessing"`` (text) describes data-independent preprocessing; without a
             ``preprocessing_note`` the statement then says the guarantee covers the raw
             examples.
+        expected_batch_size: the public constant b > 0 the noisy sum is divided by (the
+            statement shows it), or ``None``.
+        sample_rate_source: how q was obtained, one of :data:`SAMPLE_RATE_SOURCES`
+            (``"dataset_length"``: from ``len(dataset)``, which the statement then says is
+            treated as public; needs ``dataset_size``; ``"sample_rate"`` refuses it), or
+            ``None``.
 
     Raises:
         ValueError: if a parameter is out of range or a choice is unknown.
@@ -108,8 +129,8 @@ class PrivacyLedger:
         ...     _ = ledger.step()
         >>> ledger.steps, ledger.history
         (100, [(1.5, 0.01, 100)])
-        >>> print(f"{ledger.epsilon:.3f}")
-        0.465
+        >>> print(f"{ledger.epsilon:.3f}")  # PLD (the default); RDP: 0.465
+        0.292
         >>> ledger.would_exceed(10_000)
         True
         >>> PrivacyLedger.from_json(ledger.to_json()).epsilon == ledger.epsilon
@@ -127,10 +148,12 @@ class PrivacyLedger:
         adjacency: str = "add_remove",
         credit_mode: str = "none",
         beta: float = 0.0,
-        accountant: str = "rdp",
+        accountant: str = DEFAULT_ACCOUNTANT,
         dataset_size: int | None = None,
         preprocessing_note: str | None = None,
         extra: dict[str, Any] | None = None,
+        expected_batch_size: float | None = None,
+        sample_rate_source: str | None = None,
     ):
         self._configure(
             target_epsilon=target_epsilon,
@@ -145,6 +168,8 @@ class PrivacyLedger:
             dataset_size=dataset_size,
             preprocessing_note=preprocessing_note,
             extra=extra,
+            expected_batch_size=expected_batch_size,
+            sample_rate_source=sample_rate_source,
         )
         self._acct = make_accountant(self._accountant_name)
         self._proven: list[tuple[float, float, int]] = []
@@ -167,6 +192,8 @@ class PrivacyLedger:
         dataset_size,
         preprocessing_note,
         extra,
+        expected_batch_size=None,
+        sample_rate_source=None,
     ) -> None:
         eps = check_epsilon(target_epsilon, "target_epsilon")
         delta = check_delta(target_delta, "target_delta")
@@ -188,6 +215,21 @@ class PrivacyLedger:
                 f"`preprocessing_note` must be a str or None. Found {preprocessing_note!r}."
             )
         extra = normalise_extra(extra)
+        if expected_batch_size is not None:
+            expected_batch_size = check_positive_float(expected_batch_size,
+                                                       "expected_batch_size")
+        if sample_rate_source is not None:
+            sample_rate_source = check_choice(sample_rate_source, "sample_rate_source",
+                                              SAMPLE_RATE_SOURCES)
+            if sample_rate_source == "sample_rate" and dataset_size is not None:
+                raise ValueError(
+                    f"`dataset_size` must be None when q was given (sample_rate_source="
+                    f"'sample_rate'): the statement would show a count of the private data. "
+                    f"Found {dataset_size!r}.")
+            if sample_rate_source != "sample_rate" and dataset_size is None:
+                raise ValueError(
+                    f"`dataset_size` must be given with sample_rate_source="
+                    f"{sample_rate_source!r} (q was computed from it). Found None.")
 
         if dataset_size is not None and delta >= 1.0 / dataset_size:
             warnings.warn(
@@ -218,6 +260,8 @@ class PrivacyLedger:
         self._dataset_size = dataset_size
         self._preprocessing_note = preprocessing_note
         self._extra = extra
+        self._expected_batch_size = expected_batch_size
+        self._sample_rate_source = sample_rate_source
 
     # ------------------------------------------------------------------ read-only metadata
     @property
@@ -272,7 +316,7 @@ class PrivacyLedger:
 
     @property
     def accountant(self) -> str:
-        """Opacus mechanism name of the accountant: ``"rdp"`` or ``"prv"``."""
+        """Opacus mechanism name of the accountant: ``"rdp"``, ``"prv"`` or ``"pld"``."""
         return self._accountant_name
 
     @property
@@ -282,10 +326,19 @@ class PrivacyLedger:
 
     @property
     def expected_batch_size(self) -> float | None:
-        """q·N if the dataset size is known, else ``None``."""
-        if self._dataset_size is None:
-            return None
-        return self._sample_rate * self._dataset_size
+        """The public constant b the noisy sum is divided by, if declared, else ``None``.
+
+        Never q·N of the private data set size (opacus#819): :func:`~pennylane_qshiftdp.
+        make_private` records the loader's ``batch_size`` or the declared
+        ``expected_batch_size``.
+        """
+        return self._expected_batch_size
+
+    @property
+    def sample_rate_source(self) -> str | None:
+        """How q was obtained: ``"sample_rate"`` (given), ``"dataset_size"`` (from a declared
+        size), ``"dataset_length"`` (from ``len(dataset)``, treated as public), or ``None``."""
+        return self._sample_rate_source
 
     @property
     def preprocessing_note(self) -> str | None:
@@ -318,17 +371,17 @@ class PrivacyLedger:
         """Number of steps recorded so far."""
         return sum(n for _, _, n in self._acct.history)
 
-    def _epsilon_of(self, history) -> float:
+    def _epsilon_of(self, history, accountant: str | None = None) -> float:
         if not history:
             return 0.0
+        accountant = self._accountant_name if accountant is None else accountant
         # The budget check, the step and the proven ε of one step compose the same history
         # (without a credit mode): remember the last few compositions.
-        key = tuple(map(tuple, history))
+        key = (accountant, self._target_delta, tuple(map(tuple, history)))
         memo = self.__dict__.setdefault("_epsilon_memo", {})
         if key in memo:
             return memo[key]
-        eps = epsilon_from_history(history, delta=self._target_delta,
-                                   accountant=self._accountant_name)
+        eps = epsilon_from_history(history, delta=self._target_delta, accountant=accountant)
         if len(memo) >= 8:
             memo.pop(next(iter(memo)))
         memo[key] = eps
@@ -392,6 +445,31 @@ class PrivacyLedger:
     def proven_epsilon(self) -> float:
         """ε (nats) proven from the Gaussian noise actually added (no approximation)."""
         return self._cached_epsilon("_proven_cache", self._proven)
+
+    @property
+    def epsilons(self) -> dict[str, float]:
+        """The proven ε (nats, at ``target_delta``) under every accountant the ledger reports.
+
+        The ledger's own accountant (:attr:`accountant`, whose ε is :attr:`epsilon` and the
+        budget's) and, beside it, RDP and PLD on the same proven history: each is an upper
+        bound, so the smallest is also one, but only the ledger's own is the guarantee it
+        reports and budgets.
+
+        Returns:
+            dict: ``{"rdp": ..., "pld": ...}`` plus the ledger's own accountant (e.g.
+            ``"prv"``), in that order.
+
+        Example:
+            >>> ledger = PrivacyLedger(target_epsilon=20.0, target_delta=1e-5,
+            ...                        noise_multiplier=1.0, sample_rate=0.2, sensitivity=1.0)
+            >>> for _ in range(50):
+            ...     _ = ledger.step()
+            >>> {k: round(v, 2) for k, v in ledger.epsilons.items()}
+            {'rdp': 11.29, 'pld': 10.13}
+        """
+        names = dict.fromkeys(("rdp", "pld", self._accountant_name))
+        return {name: (self.proven_epsilon if name == self._accountant_name
+                       else self._epsilon_of(self._proven, name)) for name in names}
 
     @property
     def epsilon(self) -> float:
@@ -522,7 +600,8 @@ class PrivacyLedger:
         """A JSON-able snapshot of the whole ledger (history, steps and all metadata).
 
         Returns:
-            A dict with ``"format_version": 2``; also ``"opacus_version"``, for information
+            A dict with ``"format_version": 3``; also ``"opacus_version"`` and
+            ``"epsilon_by_accountant"`` (:attr:`epsilons`), for information
             (:func:`~pennylane_qshiftdp.accountants.persistence.ledger_state`).
         """
         return ledger_state(self)

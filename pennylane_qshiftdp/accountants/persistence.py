@@ -1,9 +1,11 @@
 r"""The versioned state of a :class:`~.PrivacyLedger`: ``state_dict``, JSON and files.
 
-Format 2 holds the configuration, the planned history (the calibrated σ, or what a noise
-scheduler set: what the budget check composes), the proven history (the Gaussian noise actually
-added) and, with a credit mode, the credited history. Format 1 (no proven history) is still
-read: its proven history is the planned one.
+Format 3 holds the configuration (with the public divisor b of the noisy sum and how the
+sampling rate q was obtained), the planned history (the calibrated σ, or what a noise scheduler
+set: what the budget check composes), the proven history (the Gaussian noise actually added)
+and, with a credit mode, the credited history; for information also the proven ε under every
+accountant the ledger reports (not read back). Formats 1 (no proven history: it is the
+planned one) and 2 (no divisor, no sampling source: both ``None``) are still read.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ from .composition import History, normalise_history
 __all__ = ["FORMAT_VERSION", "LedgerState", "ledger_state", "parse_state", "write_atomic"]
 
 #: Version of the ``state_dict`` / JSON layout written by :func:`ledger_state`.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
-#: Layouts :func:`parse_state` reads (v1: no proven history; it then equals the planned one).
-READABLE_VERSIONS = (1, 2)
+#: Layouts :func:`parse_state` reads (v1: no proven history; it then equals the planned one;
+#: v1 and v2: no ``expected_batch_size`` / ``sample_rate_source``, read as ``None``).
+READABLE_VERSIONS = (1, 2, 3)
 
 #: Keys every readable state has: the version, the configuration (in the order of the
 #: ledger's constructor), the history and the step count.
@@ -46,8 +49,11 @@ STATE_KEYS = (
     "steps",
 )
 
+#: Configuration keys added in format 3 (``None`` when reading formats 1 and 2).
+V3_KEYS = ("expected_batch_size", "sample_rate_source")
+
 #: The configuration keys (the constructor's arguments).
-CONFIG_KEYS = STATE_KEYS[1:-2]
+CONFIG_KEYS = STATE_KEYS[1:-2] + V3_KEYS
 
 
 def normalise_extra(extra) -> dict[str, Any] | None:
@@ -82,6 +88,8 @@ def ledger_state(ledger) -> dict[str, Any]:
         "dataset_size": ledger.dataset_size,
         "preprocessing_note": ledger.preprocessing_note,
         "extra": ledger.extra,
+        "expected_batch_size": ledger.expected_batch_size,
+        "sample_rate_source": ledger.sample_rate_source,
         # "history" is the noise actually added (what an Opacus accountant should be fed);
         # "planned_history" is the calibrated plan the budget check uses.
         "history": [[s, q, n] for s, q, n in ledger.proven_history],
@@ -89,6 +97,8 @@ def ledger_state(ledger) -> dict[str, Any]:
         "proven_history": [[s, q, n] for s, q, n in ledger.proven_history],
         "credited_history": [[s, q, n] for s, q, n in ledger.credited_history],
         "steps": ledger.steps,
+        # for information (not read back): the proven ε under every reported accountant
+        "epsilon_by_accountant": ledger.epsilons,
         "opacus_version": opacus.__version__,
     }
 
@@ -121,7 +131,8 @@ def parse_state(state_dict: dict[str, Any]) -> LedgerState:
     if version not in READABLE_VERSIONS:
         raise ValueError(f"`format_version` must be one of {READABLE_VERSIONS}. Found "
                          f"{version!r}.")
-    missing = [k for k in STATE_KEYS if k not in state_dict]
+    missing = [k for k in STATE_KEYS + (V3_KEYS if version >= 3 else ())
+               if k not in state_dict]
     if missing:
         raise ValueError(f"`state_dict` is missing the keys {missing}.")
     history = normalise_history(state_dict.get("planned_history", state_dict["history"]))
@@ -140,7 +151,7 @@ def parse_state(state_dict: dict[str, Any]) -> LedgerState:
         )
     credited = (normalise_history(state_dict.get("credited_history", []))
                 if version >= 2 else [])
-    return LedgerState(version, {k: state_dict[k] for k in CONFIG_KEYS}, history, proven,
+    return LedgerState(version, {k: state_dict.get(k) for k in CONFIG_KEYS}, history, proven,
                        credited)
 
 

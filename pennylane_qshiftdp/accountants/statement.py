@@ -20,7 +20,13 @@ _ACCOUNTANT_NAMES = {
     "arXiv:1908.10530, converted to (ε, δ) by Balle et al. arXiv:1905.09982 Thm. 21)",
     "prv": "PRVAccountant (numerical composition of privacy loss random variables, Gopi et al. "
     "arXiv:2106.02848; the upper end of its error bracket is reported)",
+    "pld": "PLDAccountant, registered as 'pld' (Google dp-accounting {dp_accounting}'s privacy "
+    "loss distributions of the Poisson-subsampled Gaussian, composed by FFT, with its "
+    "pessimistic discretisation: every rounding increases ε; Doroshenko et al. "
+    "arXiv:2207.04380)",
 }
+
+_SHORT_NAMES = {"rdp": "RDP", "prv": "PRV", "pld": "PLD"}
 
 
 def _fmt(x: float) -> str:
@@ -71,7 +77,7 @@ def privacy_statement(ledger, *, diagnostics: dict[str, Any] | None = None) -> s
                         f"{type(diagnostics).__name__}.")
     credited = ledger.credited_epsilon if diagnostics is not None else None
     steps = ledger.steps
-    sigma, q, sens = ledger.noise_multiplier, ledger.sample_rate, ledger.sensitivity
+    sigma, sens = ledger.noise_multiplier, ledger.sensitivity
     extra = ledger.extra or {}
     lines = []
     violations = extra.get("steps_without_poisson_batch", 0)
@@ -124,19 +130,7 @@ def privacy_statement(ledger, *, diagnostics: dict[str, Any] | None = None) -> s
         f"describe the test examples, which the guarantee does not protect)."
     )
 
-    if ledger.dataset_size is not None:
-        sampling = (
-            f"Poisson sampling with rate q = {_fmt(q)}: each of the N = {ledger.dataset_size} "
-            f"examples joins each batch independently with probability q (expected batch "
-            f"size qN = {_fmt(q * ledger.dataset_size)}). N is treated as public, as in "
-            f"Opacus (q is derived from it)."
-        )
-    else:
-        sampling = (
-            f"Poisson sampling with rate q = {_fmt(q)}: each example joins each batch "
-            f"independently with probability q (expected batch size qN for N examples)."
-        )
-    lines.append(f"Sampling: {sampling}")
+    lines.append(f"Sampling: {_sampling_text(ledger)}")
 
     clipping = extra.get("clipping")
     if clipping is None:
@@ -163,10 +157,7 @@ def privacy_statement(ledger, *, diagnostics: dict[str, Any] | None = None) -> s
             lines.append(f"Certified clip: {_certified_clip_text(diagnostics)}")
     if ledger.credit_mode != "none":
         lines.append(f"Proven noise history (σ_t, q, steps) = {ledger.proven_history}.")
-    lines.append(
-        f"Accountant: Opacus {opacus.__version__} "
-        f"{_ACCOUNTANT_NAMES[ledger.accountant]}; ε is an upper bound."
-    )
+    lines.append(_accountant_text(ledger))
     lines.append(f"Steps: {steps} recorded; planned history (σ, q, steps) = {ledger.history}.")
 
     lines.append(f"Shot-noise credit: {_credit_text(ledger)}")
@@ -207,13 +198,65 @@ def privacy_statement(ledger, *, diagnostics: dict[str, Any] | None = None) -> s
     if versions:
         lines.append("Software: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
     details = {k: v for k, v in extra.items()
-               if k not in ("versions", "provenance", "randomness", "preprocessing")}
+               if k not in ("versions", "provenance", "randomness", "preprocessing",
+                            "expected_batch_size_source")}
     if details:
         lines.append(f"Details: {json.dumps(details, sort_keys=True)}")
     if diagnostics is not None:
         lines.append(_diagnostics_text(diagnostics))
     return "\n".join(lines)
 
+
+
+def _sampling_text(ledger) -> str:
+    """What was sampled at which rate, where q came from, and what the sum is divided by."""
+    q, n, source = ledger.sample_rate, ledger.dataset_size, ledger.sample_rate_source
+    text = (f"Poisson sampling with rate q = {_fmt(q)}: each example joins each batch "
+            f"independently with probability q")
+    if source == "sample_rate":
+        text += " (q was given, public: no count of the training data enters the release)."
+    elif source == "dataset_size":
+        text += (f", q = b/N from the declared data set size N = {n} (public: no count of "
+                 f"the training data enters the release).")
+    elif source == "dataset_length":
+        text += (f", q = 1/len(loader) computed from the number of training examples "
+                 f"N = {n}, which is therefore treated as public (as in Opacus): the guarantee "
+                 f"holds for neighbouring data sets with the sampling rate held fixed. Declare "
+                 f"`dataset_size` or `sample_rate` to make q independent of the data.")
+    elif n is not None:
+        text += (f" over the N = {n} examples. N is treated as public, as in Opacus (q is "
+                 f"derived from it).")
+    else:
+        text += "."
+    b = ledger.expected_batch_size
+    if b is not None:
+        where = (ledger.extra or {}).get("expected_batch_size_source")
+        text += (f" The noisy sum is divided by the public constant b = {_fmt(b)}"
+                 + (f" ({where})" if where else "")
+                 + ", the same for neighbouring data sets; never by q·N, which differs "
+                 "between them under add/remove adjacency (opacus#819).")
+    return text
+
+
+def _accountant_text(ledger) -> str:
+    """The accountant of the guarantee and, beside it, RDP and PLD on the same history."""
+    name = _ACCOUNTANT_NAMES[ledger.accountant]
+    if "{dp_accounting}" in name:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            name = name.format(dp_accounting=version("dp-accounting"))
+        except PackageNotFoundError:  # pragma: no cover - a dependency
+            name = name.format(dp_accounting="")
+    text = f"Accountant: Opacus {opacus.__version__} {name}; ε is an upper bound."
+    if ledger.steps:
+        beside = {k: v for k, v in ledger.epsilons.items() if k != ledger.accountant}
+        if beside:
+            text += (" On the same proven history: " + ", ".join(
+                f"{_SHORT_NAMES[k]} ε = {_fmt(v)}" for k, v in beside.items())
+                + f" (each an upper bound; the guarantee and the budget use "
+                f"{_SHORT_NAMES[ledger.accountant]}).")
+    return text
 
 
 def _coverage_text(ledger, diagnostics) -> str:

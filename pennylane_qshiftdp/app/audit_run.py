@@ -28,7 +28,7 @@ from .._validation import check_positive_int, check_probability
 from ..audit.statistics import max_certifiable_one_run_epsilon, one_run_bound
 from ..audit.white_box import OneRunResult
 
-__all__ = ["RUN_FILES", "audit_run", "default_canaries"]
+__all__ = ["RUN_FILES", "audit_run", "default_canaries", "expected_one_run_bounds"]
 
 #: Files a finished ``qshiftdp train`` run holds and :func:`audit_run` reads (never writes).
 RUN_FILES = ("checkpoint.pt", "ledger.json", "metrics.json")
@@ -130,6 +130,76 @@ def default_canaries(dimension: int, steps: int, sample_rate: float) -> int:
     return max(2, min(layers * int(dimension), _MAX_DEFAULT_CANARIES))
 
 
+#: Noise scales whose expected bound :func:`expected_one_run_bounds` reports (the claimed noise,
+#: half of it, none).
+_POWER_SCALES = {"correct": 1.0, "half_noise": 0.5, "no_noise": 0.0}
+
+
+def expected_one_run_bounds(*, canaries: int, steps: int, sample_rate: float,
+                            noise_multiplier: float, delta: float, confidence: float = 0.95,
+                            guesses=None, repeats: int = 5, seed: int = 0) -> dict:
+    r"""What the one-run audit of a run can show at best: its bound for three noise levels.
+
+    An idealised run of the audited configuration: each of the m canaries is included by a fair
+    coin, an included one is sampled at each of the T steps with probability q and then adds
+    exactly 1 (its clipped contribution, in units of the clip norm) to its score, and every
+    score carries the projected DP noise :math:`s\sigma\sqrt{T}\,z` (:math:`s\sigma` the noise
+    multiplier in sensitivity units, times a noise scale); nothing else (no interference between
+    canaries, no training data). The real audit's scores are noisier, so these bounds are what
+    it can reach at best. The median over ``repeats`` seeded simulations of
+    :func:`~pennylane_qshiftdp.audit.one_run_bound` is reported for the claimed noise (scale 1),
+    half of it and none. Derived here (a simulation of the score model of :func:`audit_run`).
+
+    Args:
+        canaries: m ≥ 2. steps: T ≥ 1. sample_rate: q ∈ (0, 1].
+        noise_multiplier: :math:`s\sigma > 0`, the noise standard deviation over the
+            sensitivity.
+        delta: δ of the claim. confidence: of the bound. guesses: as in ``one_run_bound``.
+        repeats: simulations per noise level (odd for a plain median).
+        seed: seeds the simulations.
+
+    Returns:
+        dict: ``{"correct": ε, "half_noise": ε, "no_noise": ε}``.
+
+    Example:
+        >>> b = expected_one_run_bounds(canaries=144, steps=50, sample_rate=0.2,
+        ...                             noise_multiplier=6.02, delta=1e-5)
+        >>> b["no_noise"] > 1.5 > b["half_noise"]
+        True
+    """
+    m = check_positive_int(canaries, "canaries")
+    t = check_positive_int(steps, "steps")
+    alpha = 1.0 - check_probability(confidence, "confidence", open_low=True, open_high=True)
+    out = {}
+    for name, scale in _POWER_SCALES.items():
+        rng = np.random.default_rng(np.random.SeedSequence([int(seed), 2305, 7]))
+        bounds = []
+        for _ in range(check_positive_int(repeats, "repeats")):
+            included = rng.random(m) < 0.5
+            hits = rng.binomial(t, sample_rate, size=m) * included
+            scores = hits + scale * noise_multiplier * math.sqrt(t) * rng.standard_normal(m)
+            bounds.append(one_run_bound(scores, included, delta=delta, alpha=alpha,
+                                        guesses=guesses, score="projection")
+                          .epsilon_lower_bound)
+        out[name] = float(np.median(bounds))
+    return out
+
+
+def _limits_text(claim: float, ceiling: float, power: dict) -> str:
+    """The limits of a one-run audit, in words, from its ceiling and expected bounds."""
+    def verdict(eps):
+        return "refuted" if eps > claim else "NOT refuted"
+
+    return (
+        f"Limits of this audit: it can certify at most ε = {ceiling:.2f} (CEILING: every guess "
+        f"right), and at this configuration its bound is at best about "
+        f"{power['correct']:.2f} for the claimed noise, {power['half_noise']:.2f} with half "
+        f"the noise ({verdict(power['half_noise'])} against the claim {claim:.3g}) and "
+        f"{power['no_noise']:.2f} without noise ({verdict(power['no_noise'])}); a 'not "
+        f"refuted' says no more than that. For power against too little noise or a missing "
+        f"clip use `qshiftdp audit` (one step, both worlds, thousands of trials).")
+
+
 class _Canaries:
     """The hook ``train(private_hook=...)`` installs on the job's optimizer (one run)."""
 
@@ -147,6 +217,12 @@ class _Canaries:
 
     def __call__(self, model, opt, loader):
         self.q = float(opt.ledger.sample_rate)
+        # the Gaussian noise actually added, over the sensitivity (the floor with a credit mode)
+        self.noise = float(opt.noise_floor_multiplier if opt.noise_floor_multiplier is not None
+                           else opt.noise_multiplier)
+        if opt.adaptive_clipping is not None:
+            self.noise = float(opt.adaptive_clipping["gradient_noise_multiplier"])
+        self.noise *= float(opt.sensitivity_factor)  # canaries are added, not replaced
         self.parameters = sum(p.numel() for p in opt.params)
         self.capacity = min(sum(p.numel() for p in g) for g, _ in self._groups(opt))
         planned = max(1, len(loader) * self.epochs)
@@ -340,8 +416,10 @@ def audit_run(run_dir, *, canaries: int | None = None, seed: int = 0,
         (``"PROVEN CLAIM REFUTED"``, ``"not refuted"`` or ``"finding: ..."``), ``finding``,
         ``scores``, ``included``, ``thresholds`` (``in``: the lowest score guessed in, ``out``:
         the highest guessed out), ``canaries_sampled``, ``noise_scale``, ``seconds``,
-        ``config``. A run that crashes or yields non-finite scores is a finding, not an
-        exception.
+        ``config``, ``limits`` (``ceiling``, ``expected_bound`` of
+        :func:`expected_one_run_bounds` for the claimed noise, half of it and none, and
+        ``text``, the limits in words; ``None`` if no step ran). A run that crashes or yields
+        non-finite scores is a finding, not an exception.
 
     Raises:
         ValueError: if ``run_dir`` holds no finished private run or is corrupt (the message
@@ -408,6 +486,13 @@ def audit_run(run_dir, *, canaries: int | None = None, seed: int = 0,
             finding = (f"the re-run's ledger claims ε = {rerun_eps:.6g}, the run's ledger "
                        f"{claim:.6g}: the re-run is not the audited configuration")
     ceiling = max_certifiable_one_run_epsilon(m, delta=delta, alpha=alpha, guesses=guesses)
+    limits = None
+    if hook.steps and getattr(hook, "noise", None):
+        power = expected_one_run_bounds(canaries=m, steps=hook.steps, sample_rate=hook.q,
+                                        noise_multiplier=hook.noise, delta=delta,
+                                        confidence=confidence, guesses=guesses, seed=seed)
+        limits = {"ceiling": ceiling, "expected_bound": power,
+                  "text": _limits_text(claim, ceiling, power)}
     refuted = eps > claim
     verdict = ("PROVEN CLAIM REFUTED" if refuted else
                f"finding: {finding}" if finding else "not refuted")
@@ -420,7 +505,7 @@ def audit_run(run_dir, *, canaries: int | None = None, seed: int = 0,
         bound=bound, epsilon_lower_bound=eps, ceiling=ceiling, confidence=confidence,
         verdict=verdict, finding=finding, scores=scores.tolist(), included=included.tolist(),
         thresholds=thresholds, canaries_sampled=hook.sampled, canary_norm=float(canary_norm),
-        noise_scale=float(noise_scale), seed=int(seed),
+        noise_scale=float(noise_scale), seed=int(seed), limits=limits,
         config={k: (list(v) if isinstance(v, tuple) else v)
                 for k, v in dataclasses.asdict(config).items()},
         seconds=time.perf_counter() - t0)

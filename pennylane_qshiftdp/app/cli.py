@@ -14,8 +14,8 @@ Errors print ``qshiftdp <cmd>: error: <message>`` on stderr and return 2, like a
 Example:
     >>> main(["epsilon", "--noise-multiplier", "1.0", "--sample-rate", "0.01",
     ...       "--steps", "1000", "--delta", "1e-5"])
-    epsilon = 2.10137 (nats) at delta = 1e-05
-      noise multiplier sigma = 1, sample rate q = 0.01, steps = 1000, accountant = rdp
+    epsilon = 1.83092 (nats) at delta = 1e-05
+      noise multiplier sigma = 1, sample rate q = 0.01, steps = 1000, accountant = pld
     0
 """
 
@@ -33,7 +33,7 @@ __all__ = ["build_parser", "main"]
 #: ``--accountant`` choices (the keys of ``calibration.ACCOUNTANTS``; a test checks they agree).
 #: The parser is built without importing torch, PennyLane or Opacus: ``qshiftdp --help`` and
 #: argument errors are fast, and each handler imports what it runs.
-ACCOUNTANT_CHOICES = ("rdp", "prv")
+ACCOUNTANT_CHOICES = ("rdp", "prv", "pld")
 
 PROG = "qshiftdp"
 
@@ -199,8 +199,9 @@ def _add_train_parser(subparsers) -> None:
                    help="with a credit mode, the artificial noise never drops below the level "
                    "whose proven ε is this factor × --epsilon (default: %(default)s)")
     p.add_argument("--accountant", default=d.accountant, choices=ACCOUNTANT_CHOICES,
-                   help="Opacus accountant of the proven ε: rdp or prv (tighter, slower) "
-                   "(default: %(default)s)")
+                   help="accountant of σ and the proven ε: pld (dp-accounting's privacy loss "
+                   "distributions, pessimistic, registered with Opacus), rdp (Opacus) or prv "
+                   "(Opacus; slower) (default: %(default)s)")
     p.add_argument("--adjacency", default=d.adjacency, choices=["add_remove", "replace_one"],
                    help="neighbouring data sets: add_remove (one example added or removed, "
                    "Opacus's convention) or replace_one (one example replaced: the noise is "
@@ -709,6 +710,8 @@ def _run_audit_run(args) -> int:
               f"{r.parameters} parameters ({r.layers} {r.directions} layer(s) of canary "
               f"directions); "
               f"canaries sampled {r.canaries_sampled} times")
+        if r.get("limits"):
+            print(f"  {r.limits['text']}")
         if args.output_dir is not None:
             print(f"outputs: {args.output_dir}")
     return 1 if r.proven_refuted else 0
@@ -811,12 +814,19 @@ def _print_audit_table(results) -> None:
 
 
 # --------------------------------------------------------------------------- shared
+def _default_accountant() -> str:
+    from .config import TrainConfig
+
+    return TrainConfig.accountant
+
+
 def _add_accountant_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--accountant",
         choices=ACCOUNTANT_CHOICES,
-        default="rdp",
-        help="Opacus accountant: rdp (default) or prv (tighter, slower)",
+        default=_default_accountant(),
+        help="accountant: pld (dp-accounting's privacy loss distributions, pessimistic; "
+        "default), rdp (Opacus) or prv (Opacus; slower)",
     )
 
 

@@ -44,7 +44,7 @@ class TrainConfig:
     beta: float = 0.0
     depolarizing: float = 0.0  # device noise: PennyLane DepolarizingChannel q (default.mixed)
     variance_floor: float | None = None  # None: proven from the device noise (certify_device)
-    accountant: str = "rdp"
+    accountant: str = "pld"  # accountants.DEFAULT_ACCOUNTANT (a test checks they agree)
     adjacency: str = "add_remove"
     seed: int = 0  # data split and initialisation; with secure_mode=False also shot sampling,
     # Poisson sampling and DP noise (repeatable: not for release)

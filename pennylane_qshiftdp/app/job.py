@@ -161,8 +161,10 @@ def _auto_shots(config, model_cls, data, loss_fn) -> int:
     clip = (float(config.max_grad_norm) if not isinstance(config.max_grad_norm, str)
             else sens.delta)  # public/adaptive start at most at Δ: planning at Δ is safe
     v1 = (sens.loss_grad_bounds[0] * float(sens.per_weight.max())) ** 2
+    # the public divisor B: at least the expected batch q·n, since q = 1/⌈n/B⌉
     return plan_shots(per_example_shot_variance=v1, noise_multiplier=sigma, clip_norm=clip,
-                      expected_batch_size=q * n, fraction=AUTO_SHOTS_FRACTION)
+                      expected_batch_size=config.expected_batch_size,
+                      fraction=AUTO_SHOTS_FRACTION)
 
 
 #: The settings a run resolves from "auto" (recorded in its outputs).
@@ -479,6 +481,12 @@ def _resume(job: _Job) -> None:
         ledger_state = ckpt["ledger"]
         if diag is not None and diag.get("credited_history") is not None:
             ledger_state = {**ledger_state, "credited_history": diag["credited_history"]}
+        saved_b = ledger_state.get("expected_batch_size")
+        if saved_b is not None and float(saved_b) != float(job.opt.expected_batch_size):
+            raise ValueError(f"--resume: the run's ledger divides the noisy sum by b = "
+                             f"{float(saved_b):g}, this configuration by "
+                             f"{float(job.opt.expected_batch_size):g}; resume with the run's "
+                             f"own settings.")
         job.opt.ledger.load_state_dict(ledger_state)
         # through the optimizer's own load_state_dict, so whatever it restores (clip norm,
         # history length for the public clip's refresh) is restored here too

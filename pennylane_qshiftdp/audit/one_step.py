@@ -12,8 +12,9 @@ A privacy claim (ε, δ) says that for neighbouring data sets :math:`D` and :mat
 The audit runs the mechanism :math:`M` — :func:`~pennylane_qshiftdp.make_private` and one
 optimizer step at sampling rate :math:`q = 1` — many times on :math:`D` and on :math:`D'`, each
 trial with a fresh device seed (shot noise) and a fresh DP-noise seed, and reads the *release*:
-the weight change times the expected batch size over the learning rate, i.e. the noisy sum of
-clipped per-example gradients :math:`\sum_j \bar g_j + z`. Each release gets two scores,
+the weight change times the public divisor :math:`b = |D|` (the same in both worlds) over the
+learning rate, i.e. the noisy sum of clipped per-example gradients
+:math:`\sum_j \bar g_j + z`. Each release gets two scores,
 
 * ``projection``: the release projected on the canary's expected gradient direction;
 * ``lattice``: the distance of the release from the lattice :math:`h\mathbb Z^K`, where
@@ -95,8 +96,10 @@ SCORES = ("projection", "lattice")
 
 # Exceptions by which make_private or the optimizer refuse a configuration ("refused").
 _REFUSALS = (ValueError, NotImplementedError, SensitivityError, PrivacyBudgetExceededError)
-# make_private arguments the audit fixes itself (one step at q = 1, seeded trials).
-_FIXED_KWARGS = ("epochs", "sample_rate", "seed", "secure_mode")
+# make_private arguments the audit fixes itself (one step at q = 1 with the same public
+# divisor b = |D| in both worlds, seeded trials).
+_FIXED_KWARGS = ("epochs", "sample_rate", "expected_batch_size", "dataset_size", "seed",
+                 "secure_mode")
 
 # ============================================================================ running trials
 def _as_tensor_dataset(dataset, name: str):
@@ -122,7 +125,7 @@ class _World:
     """make_private and one step on one data set, repeated with fresh seeds."""
 
     def __init__(self, make_model, loss_fn, xs, ys, kwargs, *, fresh: bool, caught: list,
-                 initial: dict):
+                 initial: dict, batch: int, hook: Callable | None = None):
         self.make_model, self.loss_fn = make_model, loss_fn
         # Both worlds (and every fresh build) start from the first model's weights: the
         # initial model is public, so a randomly initialised make_model must not make the
@@ -130,6 +133,7 @@ class _World:
         self.initial = initial
         self.data = torch.utils.data.TensorDataset(xs, ys)
         self.kwargs, self.fresh, self.caught = kwargs, fresh, caught
+        self.batch, self.hook = batch, hook
         self.device_rng = np.random.default_rng(0)
         self._private: tuple | None = None
 
@@ -150,8 +154,12 @@ class _World:
         loader = torch.utils.data.DataLoader(self.data, batch_size=len(self.data))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", PrivacyWarning)
+            # q = 1 and the divisor b = |D| in both worlds: public constants of the audit
             model, opt, dl = make_private(module, sgd, loader, epochs=1, seed=noise_seed,
+                                          sample_rate=1.0, expected_batch_size=self.batch,
                                           **extra, **self.kwargs)
+            if self.hook is not None:  # testing the audit itself: a broken mechanism
+                self.hook(model, opt, dl)
         self.caught.extend(str(w.message) for w in caught)
         snapshot = (opt.state_dict(), opt.ledger.state_dict() if opt.ledger else None,
                     [p.detach().clone() for p in params])
@@ -221,14 +229,16 @@ def audit_one_step(make_model: Callable, make_loss: Callable, dataset: torch.uti
                    label: str | None = None, plot_path: str | os.PathLike | None = None,
                    fresh: bool = False, progress: Callable | None = None,
                    estimators: Collection[str] = ("clopper_pearson", "gdp"),
+                   private_hook: Callable | None = None,
                    **make_private_kwargs: Any) -> AuditResult:
     r"""Audit one private step of :func:`make_private` on :math:`D` and :math:`D' = D + z`.
 
     Per world and trial the audit resets the model's weights, the optimizer and the ledger to
     the state :func:`make_private` left, seeds the device and the DP noise afresh, runs one
-    step at :math:`q = 1` (the loader's batch is the whole data set; SGD with learning rate 1;
-    ``make_loss()`` applied to the model's outputs and the labels, averaged) and records the
-    release :math:`(w_0 - w_1)\,qN` (the noisy sum) and the ledger's proven and credited ε.
+    step at :math:`q = 1` (``sample_rate=1``; SGD with learning rate 1; ``make_loss()`` applied
+    to the model's outputs and the labels, averaged) with the same public divisor
+    :math:`b = |D|` in both worlds (``expected_batch_size``), and records the release
+    :math:`(w_0 - w_1)\,b` (the noisy sum) and the ledger's proven and credited ε.
     Then :func:`split_half_bound` gives a lower bound on ε for each score.
 
     Args:
@@ -257,9 +267,14 @@ def audit_one_step(make_model: Callable, make_loss: Callable, dataset: torch.uti
         progress: optional callback ``progress(done, total)`` after every trial.
         estimators: which estimators bound ε (``"clopper_pearson"``, ``"gdp"``; see
             :mod:`pennylane_qshiftdp.audit.statistics`).
+        private_hook: ``None`` in normal use. **For testing the audit itself**: a callable
+            ``hook(model, optimizer, loader)`` called once with what :func:`make_private`
+            returned in each world (every trial with ``fresh``), before any step; the seam
+            through which tests audit purpose-built broken mechanisms (e.g. half the noise,
+            no clipping). Whatever it changes is outside the privacy guarantee.
         **make_private_kwargs: passed to :func:`make_private` (``target_epsilon`` and
-            ``target_delta`` are required; ``epochs``, ``sample_rate``, ``seed`` and
-            ``secure_mode`` are fixed by the audit).
+            ``target_delta`` are required; ``epochs``, ``sample_rate``, ``expected_batch_size``,
+            ``dataset_size``, ``seed`` and ``secure_mode`` are fixed by the audit).
 
     Returns:
         AuditResult: claims, per-score bounds, verdict; ``status="refused"`` with the message
@@ -291,7 +306,7 @@ def audit_one_step(make_model: Callable, make_loss: Callable, dataset: torch.uti
         >>> r = audit_one_step(make_model, LinearLoss, data, canary, trials=20,
         ...                    target_epsilon=1.0, target_delta=1e-5)
         >>> r.status, r.proven_refuted, round(r.claimed_epsilon, 3)
-        ('audited', False, 0.995)
+        ('audited', False, 0.994)
     """
     t0 = time.perf_counter()
     trials, confidence, delta = _check_arguments(trials, confidence, make_private_kwargs,
@@ -316,10 +331,9 @@ def audit_one_step(make_model: Callable, make_loss: Callable, dataset: torch.uti
                   t0=t0, confidence=confidence)
 
     initial: dict = {}
-    worlds = [_World(make_model, loss_fn, xs, ys, kwargs, fresh=fresh, caught=caught,
-                     initial=initial),
-              _World(make_model, loss_fn, xs_p, ys_p, kwargs, fresh=fresh, caught=caught,
-                     initial=initial)]
+    worlds = [_World(make_model, loss_fn, x, y, kwargs, fresh=fresh, caught=caught,
+                     initial=initial, batch=len(xs), hook=private_hook)
+              for x, y in ((xs, ys), (xs_p, ys_p))]
     run = _run_trials(worlds, _trial_seeds(seed, trials), trials, progress)
     if run.refusal is not None:
         return _refused(label, run.refusal, **common)
@@ -365,8 +379,9 @@ def _check_arguments(trials, confidence, make_private_kwargs, lattice_step, cana
                              f"none.")
     fixed = sorted(set(make_private_kwargs) & set(_FIXED_KWARGS))
     if fixed:
-        raise ValueError(f"{fixed} are fixed by the audit (one step at q = 1 with seeded "
-                         f"trials). Found {fixed} in the keyword arguments.")
+        raise ValueError(f"{fixed} are fixed by the audit (one step at q = 1, divided by |D| "
+                         f"in both worlds, with seeded trials). Found {fixed} in the keyword "
+                         f"arguments.")
     check_epsilon(make_private_kwargs["target_epsilon"], "target_epsilon")
     delta = check_delta(make_private_kwargs["target_delta"], "target_delta")
     if lattice_step is not None:

@@ -44,7 +44,7 @@ import torch
 from numpy.typing import ArrayLike
 
 from .._validation import check_delta, check_epsilon, check_positive_int, check_probability
-from ..accountants.calibration import calibrate_noise_multiplier
+from ..accountants.calibration import DEFAULT_ACCOUNTANT, calibrate_noise_multiplier
 from ..accountants.ledger import PrivacyLedger
 from ..optimizers.optimizer import QShiftDPOptimizer
 from .result import AuditResult, analyse_releases
@@ -239,7 +239,7 @@ def optimizer_release(optimizer_class: type[DPOptimizer] = QShiftDPOptimizer, *,
                       max_grad_norm: float = 1.0, shapes: Sequence[Sequence[int]] = ((2,),),
                       clip_norms: Sequence[float] | None = None,
                       adaptive_clipping: Mapping | None = None,
-                      accountant: str = "rdp", lr: float = 1.0,
+                      accountant: str = DEFAULT_ACCOUNTANT, lr: float = 1.0,
                       expected_batch_size: float | None = None,
                       optimizer_kwargs: Mapping | None = None) -> Callable:
     r"""A release function ``release(gradients, seed)`` running a DP optimizer on crafted gradients.
@@ -265,7 +265,7 @@ def optimizer_release(optimizer_class: type[DPOptimizer] = QShiftDPOptimizer, *,
         clip_norms: optional per-parameter clip norms (per-layer clipping, the product's
             ``clip_groups``; the noise uses :math:`\sqrt{\sum_g C_g^2}`).
         adaptive_clipping: the product optimizer's ``adaptive_clipping`` dict, or ``None``.
-        accountant: ``"rdp"`` or ``"prv"``.
+        accountant: ``"pld"`` (default), ``"rdp"`` or ``"prv"``.
         lr: SGD learning rate.
         expected_batch_size: the optimizer's qN, the same in both worlds (public); default
             the number of rows of each call's gradients. A fixed value lets the adaptive
@@ -408,7 +408,7 @@ def audit_optimizer(optimizer_class: type[DPOptimizer] = QShiftDPOptimizer, *,
                     background: int = 1, orthogonal: bool = False,
                     adaptive_clipping: Mapping | None = None, confidence: float = 0.95,
                     estimators: Collection[str] = ("clopper_pearson", "gdp"),
-                    accountant: str = "rdp",
+                    accountant: str = DEFAULT_ACCOUNTANT,
                     optimizer_kwargs: Mapping | None = None, label: str | None = None,
                     progress: Callable | None = None) -> AuditResult:
     r"""White-box audit of a DP optimizer with a full-sensitivity gradient canary.
@@ -436,7 +436,7 @@ def audit_optimizer(optimizer_class: type[DPOptimizer] = QShiftDPOptimizer, *,
         adaptive_clipping: the product optimizer's adaptive-clipping dict, or ``None``.
         confidence: joint confidence, in (0, 1).
         estimators: a subset of ``("clopper_pearson", "gdp")``.
-        accountant: ``"rdp"`` or ``"prv"``.
+        accountant: ``"pld"`` (default), ``"rdp"`` or ``"prv"``.
         optimizer_kwargs: further keyword arguments of ``optimizer_class``.
         label: the result's name (default the class name).
         progress: optional ``progress(done, total)`` callback.
@@ -521,7 +521,7 @@ def audit_optimizer_one_run(optimizer_class: type[DPOptimizer] = QShiftDPOptimiz
                             target_delta: float = 1e-5, steps: int = 1, seed: int = 0,
                             max_grad_norm: float = 1.0, canary_norm: float = 4.0,
                             confidence: float = 0.95, guesses: Iterable[int] | None = None,
-                            accountant: str = "rdp",
+                            accountant: str = DEFAULT_ACCOUNTANT,
                             optimizer_kwargs: Mapping | None = None,
                             label: str | None = None) -> OneRunResult:
     r"""One-run white-box audit: m gradient canaries, each in or out by a fair coin, one run.
@@ -542,7 +542,7 @@ def audit_optimizer_one_run(optimizer_class: type[DPOptimizer] = QShiftDPOptimiz
         steps: steps of the run.
         max_grad_norm: the clip norm C.
         canary_norm: canary gradient norm in clip norms.
-        accountant: ``"rdp"`` or ``"prv"``.
+        accountant: ``"pld"`` (default), ``"rdp"`` or ``"prv"``.
         optimizer_kwargs: further keyword arguments of ``optimizer_class``.
         seed: seeds the coins and the run.
         confidence: confidence of the bound, in (0, 1).

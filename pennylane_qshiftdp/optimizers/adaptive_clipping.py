@@ -21,18 +21,20 @@ __all__ = ["adaptive_settings", "count_noise_multiplier", "gradient_noise_multip
 def count_noise_multiplier(noise_multiplier: float, expected_batch_size: float) -> float:
     r"""Noise std :math:`\sigma_b` of the unclipped count in adaptive (quantile) clipping.
 
-    Rule (chosen here): :math:`\sigma_b = \max(qN/20, 2\sigma)`. Andrew et al.
+    Rule (chosen here): :math:`\sigma_b = \max(b/20, 2\sigma)`, with b the public expected
+    batch size (never q·N of the private data set size: the noise level must not depend on
+    the data). Andrew et al.
     (arXiv:1905.03871, Theorem 1) release the *centred* count :math:`\sum_i (b_i - 1/2)`
     (sensitivity 1/2 under add/remove) with std :math:`\sigma_b` and the gradient sum with
     :math:`\sigma_\Delta = (\sigma^{-2} - (2\sigma_b)^{-2})^{-1/2}`, together as private as
     one Gaussian release with multiplier :math:`\sigma`; this needs
-    :math:`2\sigma_b > \sigma`. Their default :math:`qN/20` fails for ordinary jobs (ε = 4,
+    :math:`2\sigma_b > \sigma`. Their default :math:`b/20` fails for ordinary jobs (ε = 4,
     16 epochs, batch 16 gives σ ≈ 2.56 > 2·0.8). With :math:`\sigma_b \ge 2\sigma` the gradient
     noise grows by at most :math:`1/\sqrt{1 - 1/16} - 1 \approx 3.3\,\%`.
 
     Args:
         noise_multiplier: σ > 0 of the combined release.
-        expected_batch_size: qN > 0.
+        expected_batch_size: the public expected batch size b > 0.
 
     Returns:
         float: :math:`\sigma_b`.
@@ -76,7 +78,7 @@ def gradient_noise_multiplier(sigma: float, unclipped_num_std: float) -> float:
         raise ValueError(
             f"Adaptive clipping needs 2·unclipped_num_std > noise_multiplier (Andrew et al., "
             f"arXiv:1905.03871, Thm. 1). Found 2·{sigma_b:g} <= {sigma:g}; omit "
-            f"`unclipped_num_std` to use max(qN/20, 2σ)."
+            f"`unclipped_num_std` to use max(b/20, 2σ) (b the expected batch size)."
         )
     return (sigma**-2 - (2.0 * sigma_b) ** -2) ** -0.5
 
@@ -90,7 +92,7 @@ def adaptive_settings(cfg: dict, sigma: float, expected_batch_size: float) -> di
             ``max_clipbound`` (1e3) and optionally ``unclipped_num_std`` (default
             :func:`count_noise_multiplier`).
         sigma: σ > 0 of the combined release.
-        expected_batch_size: qN > 0.
+        expected_batch_size: the public expected batch size b > 0.
 
     Returns:
         dict: the five settings as floats plus ``gradient_noise_multiplier`` (σ_Δ).
@@ -124,16 +126,17 @@ def next_clip_norm(clip_norm: float, noisy_centred_count: float, batch_size: flo
 
     .. math::
 
-        C_{t+1} = \mathrm{clamp}\Big(C_t \exp\big(-\eta\,(\tilde b/(qN) + 1/2 - \gamma)\big),
+        C_{t+1} = \mathrm{clamp}\Big(C_t \exp\big(-\eta\,(\tilde b/b + 1/2 - \gamma)\big),
         C_{\min}, C_{\max}\Big),
 
-    with :math:`\tilde b` the noisy centred unclipped count, divided by the *expected* batch
-    size :math:`qN` (Andrew et al., arXiv:1905.03871, Algorithm 1).
+    with :math:`\tilde b` the noisy centred unclipped count, divided by the public expected
+    batch size :math:`b` (Andrew et al., arXiv:1905.03871, Algorithm 1, divide by the expected
+    batch size; here a constant that does not depend on the data, never q·N).
 
     Args:
         clip_norm: :math:`C_t > 0`.
         noisy_centred_count: :math:`\tilde b` (a DP release).
-        batch_size: the expected batch size qN (times accumulated virtual steps).
+        batch_size: the public expected batch size b (times accumulated virtual steps).
         settings: from :func:`adaptive_settings`.
 
     Returns:

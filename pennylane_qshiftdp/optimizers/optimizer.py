@@ -7,14 +7,17 @@ A subclass of :class:`opacus.optimizers.DPOptimizer`, so schedulers, ``zero_grad
 2. clips every example's gradient (Opacus's ``p.grad_sample``) to L2 norm at most ``C`` — one
    flat clip norm, or one per group of parameters (``clip_groups``; the noise then uses
    :math:`C = \sqrt{\sum_g C_g^2}`), or an adaptive quantile clip norm (Andrew et al.,
-   arXiv:1905.03871) whose centred unclipped count is divided by the *expected* batch size;
+   arXiv:1905.03871) whose centred unclipped count is divided by the public expected batch
+   size b;
    a non-finite per-example gradient contributes zero;
 3. adds Gaussian noise of standard deviation :math:`\sigma C` per coordinate
    (:math:`2\sigma C` under replace-one adjacency); with a
    shot-noise credit mode the quantum coordinates get exactly the floor
    :math:`\sigma_{\mathrm{floor}} C` instead (a level that never depends on the batch) and the
    batch's credited shot noise only enters the *credited* noise multiplier;
-4. divides by the expected batch size :math:`qN` and steps the wrapped optimizer;
+4. divides by the public expected batch size :math:`b` (a constant that does not depend on the
+   data: the loader's batch size or a declared value, never :math:`qN`, which differs between
+   neighbouring data sets; opacus#819) and steps the wrapped optimizer;
 5. charges the ledger one step with the proven noise multiplier
    :math:`\sigma_t = \min_k \mathrm{std}_k / C` (data-independent) and, with a credit mode,
    the credited one.
@@ -98,7 +101,12 @@ class QShiftDPOptimizer(DPOptimizer):
         noise_multiplier: σ > 0 (from :func:`~pennylane_qshiftdp.calibrate_noise_multiplier`).
         max_grad_norm: the clip norm C > 0 (flat clipping), or the initial clip norm of
             adaptive clipping. Ignored when ``clip_groups`` is given.
-        expected_batch_size: :math:`qN > 0`; the noisy sum is divided by it.
+        expected_batch_size: the public constant :math:`b > 0` the noisy sum (and the adaptive
+            clip's centred count) is divided by. It must not depend on the private data: a
+            divisor q·N with N the data set size moves the release of a neighbouring data set
+            by (1 + q)× the sensitivity the noise is calibrated for (opacus#819).
+            :func:`~pennylane_qshiftdp.make_private` passes the loader's batch size or the
+            declared ``expected_batch_size``.
         clip_groups: optional list of ``(parameters, clip_norm)``: each group's part of every
             per-example gradient is clipped to its own norm (per-layer clipping); the noise
             uses :math:`C = \sqrt{\sum_g C_g^2}`. Every optimised parameter must be in a group.
@@ -610,7 +618,7 @@ class QShiftDPOptimizer(DPOptimizer):
         Released: :math:`\tilde b = \sum_i (b_i - 1/2) + s\sigma_b z` (sensitivity 1/2 under
         add/remove, 1 under replace-one, :math:`s` the adjacency factor), the sensitivity
         Theorem 1 of arXiv:1905.03871 assumes; the update is :func:`next_clip_norm`, divided by
-        the *expected* batch size.
+        the public expected batch size b (never a count of the private data).
         """
         cfg = self.adaptive_clipping
         assert cfg is not None  # only called with adaptive clipping on
@@ -624,7 +632,7 @@ class QShiftDPOptimizer(DPOptimizer):
         stats["next_clip_norm"] = self.max_grad_norm
 
     def scale_grad(self) -> None:
-        """Divide by the expected batch size (times accumulated virtual steps)."""
+        """Divide by the public expected batch size b (times accumulated virtual steps)."""
         if self.loss_reduction == "mean":
             k = self._scale_iterations
             for p in self.params:
@@ -774,6 +782,7 @@ class QShiftDPOptimizer(DPOptimizer):
         """
         keep = None if diagnostics else PUBLIC_RECORD_KEYS
         return {
+            "expected_batch_size": float(self.expected_batch_size),
             "optimizer": self.original_optimizer.state_dict(),
             "history": [{k: v for k, v in r.items() if keep is None or k in keep}
                         for r in self.history],
@@ -788,8 +797,19 @@ class QShiftDPOptimizer(DPOptimizer):
         """Restore what :meth:`state_dict` saved.
 
         Raises:
-            ValueError: if the saved clip groups do not match this optimizer's.
+            ValueError: if the saved clip groups do not match this optimizer's, or the saved
+                expected batch size (the public divisor, also the ledger's) is not this
+                optimizer's: the resumed run would release sums divided by another constant.
         """
+        saved_b = [state_dict.get("expected_batch_size")]
+        if state_dict.get("ledger") is not None:
+            saved_b.append(state_dict["ledger"].get("expected_batch_size"))
+        for b in saved_b:
+            if b is not None and float(b) != float(self.expected_batch_size):
+                raise ValueError(
+                    f"`expected_batch_size` of the saved state ({float(b):g}) is not this "
+                    f"optimizer's ({float(self.expected_batch_size):g}): the public divisor of "
+                    f"the noisy sum must stay the same when a run is resumed.")
         self.original_optimizer.load_state_dict(state_dict["optimizer"])
         self.history = [StepRecord(r) for r in state_dict["history"]]
         self.last_record = self.history[-1] if self.history else None

@@ -27,6 +27,9 @@ def test_two_processes_match_the_single_process_ledger_and_converge(tmp_path):
     assert r0["history"] == single["history"] and r0["steps"] == single["steps"] == 24
     assert r0["epsilon"] == pytest.approx(single["epsilon"], rel=1e-15)
     assert r0["epsilon"] <= 8.0
+    # the noisy sum of the whole group is divided by the loader's batch size (public, global)
+    assert r0["expected_batch_size"] == r1["expected_batch_size"] == single[
+        "expected_batch_size"] == 16
     # every process took the same steps with the same noise: identical weights
     assert r0["weights"] == r1["weights"]
     # each example joined each step with probability q: about q·N·T examples in all

@@ -7,7 +7,7 @@ import pennylane as qml
 import pytest
 import torch
 from opacus import PrivacyEngine
-from opacus.accountants import RDPAccountant
+from opacus.accountants import RDPAccountant, create_accountant
 from opacus.utils.batch_memory_manager import BatchMemoryManager
 
 import pennylane_qshiftdp as qs
@@ -227,9 +227,12 @@ def test_scheduler_and_ledger_match_a_fresh_opacus_accountant():
         opt.step()
         sched.step()
     assert opt.param_groups[0]["lr"] == pytest.approx(0.5 * 0.1 ** 2)
-    fresh = RDPAccountant()
+    fresh = create_accountant(opt.ledger.accountant)  # "pld", registered with Opacus
     fresh.history = opt.ledger.history
     assert opt.ledger.epsilon == pytest.approx(fresh.get_epsilon(1e-5), rel=1e-12)
+    rdp = RDPAccountant()
+    rdp.history = opt.ledger.history
+    assert opt.ledger.epsilons["rdp"] == pytest.approx(rdp.get_epsilon(1e-5), rel=1e-12)
     assert opt.ledger.steps == 4 and opt.ledger.epsilon <= 3.0
 
 
@@ -324,7 +327,9 @@ def test_empty_batches_q_0_05_forty_steps(memory_manager):
             layer, torch.optim.SGD(layer.parameters(), lr=0.1),
             torch.utils.data.DataLoader(data, batch_size=1), sample_rate=0.05,
             target_epsilon=200.0, target_delta=1e-3, epochs=2, seed=0)
-    assert len(loader) == 20 and opt.expected_batch_size == pytest.approx(0.25)
+    # the public divisor is the loader's batch size (never q·N = 0.25 of the private N = 5)
+    assert len(loader) == 20 and opt.expected_batch_size == 1.0
+    assert opt.ledger.dataset_size is None and opt.ledger.sample_rate_source == "sample_rate"
     w0 = layer.weights.detach().clone()
     _run_empty_batches(model, opt, loader, memory_manager)
     assert opt.ledger.steps == 40 and opt.ledger.sample_rate == 0.05

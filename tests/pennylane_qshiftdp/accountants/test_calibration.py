@@ -26,7 +26,9 @@ class TestComputeEpsilon:
         [(1.0, 0.01, 1000, 1e-5), (3.0, 0.2, 50, 1e-6), (0.8, 1.0, 10, 1e-5), (5.0, 0.5, 7, 0.01)],
     )
     def test_matches_rdp_accountant(self, sigma, q, steps, delta):
-        eps = compute_epsilon(noise_multiplier=sigma, sample_rate=q, steps=steps, delta=delta)
+        """``accountant="rdp"``: Opacus's RDPAccountant, bit for bit."""
+        eps = compute_epsilon(noise_multiplier=sigma, sample_rate=q, steps=steps, delta=delta,
+                              accountant="rdp")
         assert eps == pytest.approx(opacus_epsilon(sigma, q, steps, delta), rel=1e-12)
 
     def test_matches_prv_accountant(self):
@@ -66,7 +68,7 @@ class TestComputeEpsilon:
             (
                 {"accountant": "gdp"},
                 ValueError,
-                "`accountant` must be one of 'rdp', 'prv'. Found 'gdp'.",
+                "`accountant` must be one of 'rdp', 'prv', 'pld'. Found 'gdp'.",
             ),
         ],
     )
@@ -93,7 +95,7 @@ class TestCalibrate:
     @pytest.mark.filterwarnings("ignore:Optimal order is the")
     def test_conservative_and_tight(self, eps, delta, q, steps):
         sigma = calibrate_noise_multiplier(
-            target_epsilon=eps, target_delta=delta, sample_rate=q, steps=steps
+            target_epsilon=eps, target_delta=delta, sample_rate=q, steps=steps, accountant="rdp"
         )
         spent = opacus_epsilon(sigma, q, steps, delta)
         assert spent <= eps
@@ -110,7 +112,7 @@ class TestCalibrate:
         assert opacus_epsilon(sigma, 0.05, 100, 1e-5, PRVAccountant) <= 1.0
         # PRV is tighter than RDP: it needs no more noise.
         sigma_rdp = calibrate_noise_multiplier(
-            target_epsilon=1.0, target_delta=1e-5, sample_rate=0.05, steps=100
+            target_epsilon=1.0, target_delta=1e-5, sample_rate=0.05, steps=100, accountant="rdp"
         )
         assert sigma <= sigma_rdp
 
@@ -121,6 +123,7 @@ class TestCalibrate:
             sample_rate=0.1,
             steps=100,
             epsilon_tolerance=1e-4,
+            accountant="rdp",
         )
         assert 1.0 - 1e-4 - 1e-9 <= opacus_epsilon(sigma, 0.1, 100, 1e-5) <= 1.0
 
@@ -174,7 +177,7 @@ class TestCalibrate:
             (
                 {"accountant": "moments"},
                 ValueError,
-                "`accountant` must be one of 'rdp', 'prv'. Found 'moments'.",
+                "`accountant` must be one of 'rdp', 'prv', 'pld'. Found 'moments'.",
             ),
             (
                 {"epsilon_tolerance": 0.0},
@@ -202,3 +205,14 @@ class TestEpochsToSteps:
         msg = "`epochs` must be positive and finite. Found 0.0."
         with pytest.raises(ValueError, match=re.escape(msg)):
             epochs_to_steps(epochs=0, sample_rate=0.1)
+
+
+def test_default_accountant_is_pld():
+    """The default (docs/engine.md §6): dp-accounting's PLD, also in the app's TrainConfig."""
+    from pennylane_qshiftdp.accountants.composition import DEFAULT_ACCOUNTANT
+    from pennylane_qshiftdp.accountants.pld import pld_epsilon
+    from pennylane_qshiftdp.app.config import TrainConfig
+
+    assert DEFAULT_ACCOUNTANT == TrainConfig.accountant == "pld"
+    assert compute_epsilon(noise_multiplier=1.0, sample_rate=0.2, steps=50, delta=1e-5) == (
+        pld_epsilon([(1.0, 0.2, 50)], delta=1e-5))

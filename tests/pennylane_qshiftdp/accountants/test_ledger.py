@@ -12,12 +12,14 @@ from pennylane_qshiftdp.accountants.calibration import calibrate_noise_multiplie
 from pennylane_qshiftdp.accountants.ledger import FORMAT_VERSION, PrivacyLedger
 from pennylane_qshiftdp.exceptions import PrivacyBudgetExceededError, PrivacyWarning
 
+# RDP: these tests check the ledger against Opacus's RDPAccountant (PLD: test_pld.py)
 BASE = dict(
     target_epsilon=1.0,
     target_delta=1e-5,
     noise_multiplier=2.0,
     sample_rate=0.1,
     sensitivity=1.5,
+    accountant="rdp",
 )
 
 
@@ -68,24 +70,27 @@ class TestAccounting:
         for _ in range(3):
             ledger.step()
         assert ledger.epsilon_after(0) == ledger.epsilon
-        expected = compute_epsilon(noise_multiplier=2.0, sample_rate=0.1, steps=10, delta=1e-5)
+        expected = compute_epsilon(noise_multiplier=2.0, sample_rate=0.1, steps=10, delta=1e-5,
+                                   accountant="rdp")
         assert ledger.epsilon_after(7) == pytest.approx(expected, abs=1e-9)
         assert ledger.steps == 3  # epsilon_after records nothing
 
     def test_calibrated_sigma_allows_exactly_the_planned_steps(self):
         steps = 40
-        sigma = calibrate_noise_multiplier(
-            target_epsilon=1.0, target_delta=1e-5, sample_rate=0.2, steps=steps
-        )
-        ledger = make(noise_multiplier=sigma, sample_rate=0.2)
-        assert ledger.remaining_steps() >= steps
-        for _ in range(steps):
-            ledger.step()
-        assert ledger.epsilon <= 1.0
-        assert ledger.epsilon == pytest.approx(
-            compute_epsilon(noise_multiplier=sigma, sample_rate=0.2, steps=steps, delta=1e-5),
-            abs=1e-12,
-        )
+        for accountant in ("rdp", "pld"):
+            sigma = calibrate_noise_multiplier(
+                target_epsilon=1.0, target_delta=1e-5, sample_rate=0.2, steps=steps,
+                accountant=accountant)
+            ledger = make(noise_multiplier=sigma, sample_rate=0.2, accountant=accountant)
+            assert ledger.remaining_steps() >= steps
+            for _ in range(steps):
+                ledger.step()
+            assert ledger.epsilon <= 1.0
+            assert ledger.epsilon == pytest.approx(
+                compute_epsilon(noise_multiplier=sigma, sample_rate=0.2, steps=steps,
+                                delta=1e-5, accountant=accountant),
+                abs=1e-12,
+            )
 
     def test_would_exceed_stops_before_the_step(self):
         ledger = make(noise_multiplier=3.0, sample_rate=0.2)
@@ -141,6 +146,8 @@ class TestPersistence:
             dataset_size=1000,
             preprocessing_note="The mean of the training data.",
             extra={"sensitivity_parts": {"qnode": 1.5}, "loss": "linear"},
+            expected_batch_size=100.0,
+            sample_rate_source="dataset_size",
         )
         for _ in range(7):
             ledger.step()
@@ -150,7 +157,10 @@ class TestPersistence:
         ledger = self.ledger()
         s = ledger.to_json()
         data = json.loads(s)
-        assert data["format_version"] == FORMAT_VERSION == 2
+        assert data["format_version"] == FORMAT_VERSION == 3
+        assert data["expected_batch_size"] == 100.0
+        assert data["sample_rate_source"] == "dataset_size"
+        assert data["epsilon_by_accountant"] == ledger.epsilons
         assert data["steps"] == 7 and data["history"] == [[2.0, 0.1, 7]]
         assert data["opacus_version"] == opacus.__version__
         restored = PrivacyLedger.from_json(s)
@@ -173,6 +183,9 @@ class TestPersistence:
             "preprocessing_note",
             "extra",
             "total_delta",
+            "expected_batch_size",
+            "sample_rate_source",
+            "epsilons",
         ):
             assert getattr(restored, attr) == getattr(ledger, attr), attr
         assert restored.statement() == ledger.statement()
@@ -209,9 +222,23 @@ class TestPersistence:
 
     def test_bad_format_version(self):
         sd = make().state_dict()
-        sd["format_version"] = 3
+        sd["format_version"] = 4
         with pytest.raises(ValueError,
-                           match=re.escape("`format_version` must be one of (1, 2). Found 3.")):
+                           match=re.escape("`format_version` must be one of (1, 2, 3). Found 4.")):
+            PrivacyLedger.from_state_dict(sd)
+
+    def test_version_2_is_read_without_divisor_and_sampling_source(self):
+        ledger = make(expected_batch_size=64.0, sample_rate_source="sample_rate")
+        ledger.step()
+        sd = ledger.state_dict()
+        sd["format_version"] = 2
+        del sd["expected_batch_size"], sd["sample_rate_source"]
+        restored = PrivacyLedger.from_state_dict(sd)
+        assert restored.expected_batch_size is None and restored.sample_rate_source is None
+        assert restored.history == ledger.history and restored.epsilon == ledger.epsilon
+        sd["format_version"] = 3
+        with pytest.raises(ValueError, match=re.escape(
+                "`state_dict` is missing the keys ['expected_batch_size', 'sample_rate_source']")):
             PrivacyLedger.from_state_dict(sd)
 
     def test_version_1_is_read_with_proven_history_equal_to_history(self):
@@ -311,7 +338,7 @@ class TestValidation:
             (
                 {"accountant": "gdp"},
                 ValueError,
-                "`accountant` must be one of 'rdp', 'prv'. Found 'gdp'.",
+                "`accountant` must be one of 'rdp', 'prv', 'pld'. Found 'gdp'.",
             ),
             (
                 {"dataset_size": 0},
@@ -363,7 +390,7 @@ class TestStatement:
         assert "membership of each individual training example" in text
         assert "add/remove-one adjacency" in text
         assert "Poisson sampling with rate q = 0.1" in text
-        assert "expected batch size qN = 64" in text
+        assert "N = 640 examples. N is treated as public" in text
         assert f"Opacus {opacus.__version__} RDPAccountant" in text
         assert "noise multiplier σ = 2" in text and "sensitivity Δ = 1.5" in text
         assert "Steps: 3 recorded" in text

@@ -28,7 +28,7 @@ _KEYS = {"label", "run_dir", "canaries", "layers", "steps", "sample_rate", "para
          "directions", "claimed_epsilon", "rerun_epsilon", "delta", "bound",
          "epsilon_lower_bound", "ceiling", "confidence", "verdict", "finding", "scores",
          "included", "thresholds", "canaries_sampled", "canary_norm", "noise_scale", "seed",
-         "seconds", "config"}
+         "seconds", "config", "limits"}
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +51,9 @@ def test_correct_mechanism_not_refuted_outputs_and_run_dir_unchanged(finished_ru
     printed = capsys.readouterr().out
     assert "72 canaries, 36 steps" in printed and "not refuted" in printed
     assert "3 orthonormal layer(s)" in printed
+    # the limits, stated in the output: the ceiling and what the audit can reach at best here
+    assert "Limits of this audit: it can certify at most ε = 2.64 (CEILING" in printed
+    assert "with half the noise (NOT refuted against the claim" in printed
     doc = json.loads((out / "audit_run.json").read_text())
     assert set(doc) == _KEYS
     assert (out / "audit_run.png").stat().st_size > 10_000
@@ -63,6 +66,10 @@ def test_correct_mechanism_not_refuted_outputs_and_run_dir_unchanged(finished_ru
     assert 0.0 <= doc["epsilon_lower_bound"] <= doc["claimed_epsilon"]
     assert doc["ceiling"] == pytest.approx(2.639, abs=1e-3)
     assert len(doc["scores"]) == len(doc["included"]) == 72
+    lim = doc["limits"]
+    assert lim["ceiling"] == doc["ceiling"] and set(lim["expected_bound"]) == {
+        "correct", "half_noise", "no_noise"}
+    assert lim["expected_bound"]["no_noise"] > doc["claimed_epsilon"]
     assert _hashes(finished_run) == before  # the run dir is only read
     assert main(["audit", "--run", str(finished_run), "--canaries", "50", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["canaries"] == 50
@@ -180,3 +187,20 @@ def test_other_clip_groups_and_modes_audit_without_finding(flags, tmp_path):
     assert r.rerun_epsilon == pytest.approx(r.claimed_epsilon)
     assert r.parameters == (14 if "hybrid" in flags else 6)
     assert r.delta == pytest.approx(1e-5 + (1e-3 if "--credit" in flags else 0.0))
+
+
+def test_expected_bounds_are_monotone_in_the_noise_and_below_the_ceiling():
+    """The idealised score model: less noise, a higher bound; never above the ceiling; the
+    default job's numbers (docs/audit.md): no noise refuted, half the noise not."""
+    from pennylane_qshiftdp.app.audit_run import expected_one_run_bounds
+    from pennylane_qshiftdp.audit import max_certifiable_one_run_epsilon
+
+    b = expected_one_run_bounds(canaries=144, steps=50, sample_rate=0.2, noise_multiplier=6.02,
+                                delta=1e-5)
+    assert b["correct"] <= b["half_noise"] <= b["no_noise"]
+    assert b["no_noise"] <= max_certifiable_one_run_epsilon(144, delta=1e-5, alpha=0.05)
+    assert b["no_noise"] > 1.5 and b["half_noise"] < 0.993
+    # q = 1 and almost no noise: included canaries score 4, the others ≈ 0, as without noise
+    b = expected_one_run_bounds(canaries=50, steps=4, sample_rate=1.0, noise_multiplier=0.01,
+                                delta=1e-5)
+    assert b["correct"] == b["half_noise"] == b["no_noise"] > 1.0

@@ -37,7 +37,7 @@ class TestNoise:
             target_epsilon=1.0, target_delta=1e-5, sample_rate=0.1, steps=100
         )
         assert f"noise multiplier sigma = {sigma:.6g}" in out
-        assert "steps = 100" in out and "accountant = rdp" in out
+        assert "steps = 100" in out and "accountant = pld" in out  # the default
 
     def test_batch_size_epochs_json(self, capsys):
         code, out, _ = run(
@@ -214,7 +214,7 @@ class TestParser:
             timeout=600,
         )
         assert proc.returncode == 0, proc.stderr
-        assert proc.stdout.startswith("epsilon = 2.10137 (nats)")
+        assert proc.stdout.startswith("epsilon = 1.83092 (nats)")  # PLD (RDP: 2.10137)
 
 
 # ------------------------------------------------------------------ train: flags and footguns

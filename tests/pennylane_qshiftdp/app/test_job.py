@@ -23,7 +23,7 @@ def test_train_writes_outputs_and_respects_budget(tmp_path):
                  "noise.png", "privacy_statement.txt"):
         assert (tmp_path / "run" / name).exists(), name
     ledger = json.loads((tmp_path / "run" / "ledger.json").read_text())
-    assert ledger["format_version"] == 2
+    assert ledger["format_version"] == 3
     from pennylane_qshiftdp.app.records import PUBLIC_STEP_FIELDS
 
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
@@ -71,6 +71,31 @@ def test_resume_reproduces_uninterrupted_run(tmp_path):
     np.testing.assert_array_equal(resumed.weights, full.weights)
 
 
+@pytest.mark.parametrize("accountant,beside", [("pld", "RDP"), ("rdp", "PLD")])
+def test_accountant_end_to_end_ledger_json_and_statement(accountant, beside, tmp_path):
+    """`qshiftdp train --accountant pld` (the default) or rdp: σ calibrated and every step
+    charged with it, the ledger JSON names it and round-trips, the statement reports the other
+    beside it and the public divisor b = the batch size."""
+    import json
+
+    from pennylane_qshiftdp.accountants.calibration import compute_epsilon
+    from pennylane_qshiftdp.accountants.ledger import PrivacyLedger
+
+    r = train(TrainConfig(**TINY, accountant=accountant, output_dir=str(tmp_path)),
+              progress=False)
+    doc = json.loads((tmp_path / "ledger.json").read_text())
+    assert doc["accountant"] == accountant and doc["format_version"] == 3
+    assert doc["expected_batch_size"] == TINY["expected_batch_size"]
+    assert doc["sample_rate_source"] == "dataset_length"
+    assert set(doc["epsilon_by_accountant"]) == {"rdp", "pld"}
+    (sigma, q, steps), = doc["planned_history"]
+    assert r.epsilon == compute_epsilon(noise_multiplier=sigma, sample_rate=q, steps=steps,
+                                        delta=TINY.get("delta", 1e-5), accountant=accountant)
+    assert PrivacyLedger.load(tmp_path / "ledger.json").epsilon == r.epsilon
+    assert f"On the same proven history: {beside} ε = " in r.statement
+    assert f"b = {TINY['expected_batch_size']} (the loader's batch_size)" in r.statement
+
+
 def test_adaptive_needs_shots():
     with pytest.raises(ValueError, match="needs finite shots"):
         train(TrainConfig(**{**TINY, "shots": None}, credit="adaptive", beta=1e-3),
@@ -85,7 +110,7 @@ import math  # noqa: E402
 
 import pennylane as qml  # noqa: E402
 import torch  # noqa: E402
-from opacus.accountants import RDPAccountant  # noqa: E402
+from opacus.accountants import RDPAccountant, create_accountant  # noqa: E402
 
 import pennylane_qshiftdp as qs  # noqa: E402
 from pennylane_qshiftdp.privacy_engine import make_private  # noqa: E402
@@ -147,9 +172,12 @@ def test_fixed_pre_processing_adaptive_credit_stops_at_budget():
         if stopped:
             break
     assert stopped and popt.ledger.planned_epsilon <= 2.0
-    acct = RDPAccountant()
+    acct = create_accountant(popt.ledger.accountant)  # Opacus's registry ("pld" by default)
     acct.history = list(popt.ledger.proven_history)
     assert abs(acct.get_epsilon(1e-3) - popt.ledger.epsilon) < 1e-9
+    rdp = RDPAccountant()
+    rdp.history = list(popt.ledger.proven_history)
+    assert popt.ledger.epsilons["rdp"] == pytest.approx(rdp.get_epsilon(1e-3), abs=1e-9)
     floor = popt.noise_floor_multiplier
     # the added noise never depends on the batch: exactly the floor at every step
     assert popt.ledger.proven_history == [(floor, popt.ledger.sample_rate, popt.ledger.steps)]
@@ -191,7 +219,7 @@ def test_data_dependent_preprocessing_is_stated():
 def test_ledger_epsilon_equals_independent_opacus_recomputation(tmp_path):
     r = train(TrainConfig(**TINY, output_dir=str(tmp_path)), progress=False)
     ledger = json.loads((tmp_path / "ledger.json").read_text())
-    acct = RDPAccountant()
+    acct = create_accountant(ledger["accountant"])  # an independent Opacus-registry accountant
     acct.history = [tuple(h) for h in ledger["proven_history"]]
     assert abs(acct.get_epsilon(1e-5) - r.epsilon) < 1e-9 and r.epsilon <= 1.0
     assert ledger["proven_history"] == ledger["history"]  # no credit: the same noise
@@ -543,9 +571,11 @@ def test_shots_auto_device_auto_and_eval_shots():
     rec = r.step_records[0]
     sigma = math.sqrt(rec["target_variance"]) / rec["clip_norm"]
     # per-weight bound 1 for ⟨Z0⟩ and |∂ℓ/∂f| ≤ 1 (linear loss): v1 = 1
-    q_n = float(re.search(r"expected batch size qN = ([0-9.]+)", r.statement).group(1))
+    # planned for the public divisor b (the loader's batch size), never for q·N
+    b = float(re.search(r"divided by the public constant b = ([0-9.]+)", r.statement).group(1))
+    assert b == TINY["expected_batch_size"]
     expected = plan_shots(per_example_shot_variance=1.0, noise_multiplier=sigma,
-                          clip_norm=rec["clip_norm"], expected_batch_size=q_n)
+                          clip_norm=rec["clip_norm"], expected_batch_size=b)
     assert r.device == "default.qubit" and r.training_shots > 0
     assert r.shots == expected
     assert r.training_shots % r.shots == 0

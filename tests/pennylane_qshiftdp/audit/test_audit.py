@@ -172,14 +172,14 @@ SETTING_MODES_CREDIT = {k: v[0] for k, v in au.SETTING_MODES.items()}
 
 @pytest.mark.parametrize("mode", list(au.SETTING_MODES))
 def test_every_mode_no_proven_claim_refuted(mode):
-    r = au.audit_setting(mode, shots=2, trials=80, seed=3)
+    r = au.audit_setting(mode, shots=2, trials=80, seed=3, background="shot")
     assert r.status == "audited" and r.trials == 80
     assert not r.proven_refuted and r.epsilon_lower_bound <= r.claimed_epsilon
     assert r.verdict in ("not refuted", "credited approximation refuted")
     assert set(r.bounds) == {"projection", "lattice"}
     assert r.max_certifiable_epsilon == pytest.approx(
         au.max_certifiable_epsilon(40, delta=DELTA, alpha=ALPHA_SETTING))
-    assert any("q = 1" in w for w in r.warnings)
+    assert r.settings["sample_rate"] == 1.0
     if SETTING_MODES_CREDIT[mode] == "none":
         # no credit: the proven ε is the calibrated one (adaptive clipping: Theorem 1 at σ)
         assert r.claimed_epsilon == r.claimed_epsilon_min == pytest.approx(EPS_2, rel=1e-9)
@@ -217,7 +217,8 @@ def test_releases_are_the_noisy_sums_on_the_lattice():
     """Almost no noise (ε = 3000, σ ≈ 0.014): sums over D lie on (1/Ns)ℤ = 0.5ℤ, the canary
     adds exactly 1 − 1/(2Ns) = 3/4 (the default canary label: zero shot variance, almost the full
     sensitivity C = 1 and half a lattice step off the lattice)."""
-    r = au.audit_setting("none", shots=2, trials=40, seed=0, target_epsilon=3000.0)
+    r = au.audit_setting("none", shots=2, trials=40, seed=0, target_epsilon=3000.0,
+                         background="shot")
     sigma = calibrate_noise_multiplier(target_epsilon=3000.0, target_delta=DELTA,
                                        sample_rate=1.0, steps=1)
     tol = 6 * sigma  # noise std σ·Δ with Δ = 1
@@ -240,6 +241,7 @@ def test_lowered_noise_floor_refutes_only_the_credited_approximation():
     approximation) is refuted, the proven one holds. 50 evaluation trials per world can
     certify up to ε ≈ 2.39 > 1.99."""
     r = au.audit_setting("adaptive", shots=2, trials=100, seed=0, num_examples=130,
+                         background="shot",
                          proven_epsilon_factor=1000.0)
     assert r.verdict == "credited approximation refuted"
     assert r.credited_refuted and not r.proven_refuted
@@ -248,7 +250,7 @@ def test_lowered_noise_floor_refutes_only_the_credited_approximation():
 
 # ------------------------------------------------------------------ API, errors, outputs
 def test_result_dict_string_and_plot(tmp_path):
-    r = au.audit_setting("isotropic", shots=10, trials=8, seed=1,
+    r = au.audit_setting("isotropic", shots=10, trials=8, seed=1, background="shot",
                          plot_path=tmp_path / "sub" / "h.png")
     assert (tmp_path / "sub" / "h.png").stat().st_size > 1000
     d = json.loads(json.dumps(r.as_dict(include_scores=True)))
@@ -269,7 +271,7 @@ def test_argument_errors():
     with pytest.raises(ValueError, match=re.escape("Give either `mode` or `credit`")):
         au.audit_setting("none", credit="adaptive")
     with pytest.raises(ValueError, match=re.escape("`num_examples` must be even")):
-        au.audit_setting("none", num_examples=5)
+        au.audit_setting("none", num_examples=5, background="shot")
     with pytest.raises(ValueError, match=re.escape("`trials` must be at least 4")):
         au.audit_setting("none", trials=3)
     with pytest.raises(ValueError, match=re.escape("`depolarizing` must be in [0, 0.75]")):
@@ -515,12 +517,29 @@ def test_one_run_white_box():
     assert json.dumps(bad.as_dict())
 
 
+def _half_noise(model, opt, loader):
+    """The seam of audit_setting/audit_one_step: keep half of every standard normal."""
+    normal = opt._standard_normal
+    opt._standard_normal = lambda n: 0.5 * normal(n)
+
+
+def _no_clip(model, opt, loader):
+    """The seam: never clip (the noise still follows the clip norm C)."""
+    opt.clip_groups = [(g, math.inf) for g, _ in opt.clip_groups]
+
+
 def test_setting_zero_background_is_the_canary_alone():
-    """Almost no noise: releases on D are ≈ 0 (zero gradients), on D' ≈ 1 = C."""
-    r = au.audit_setting("none", background="zero", trials=20, target_epsilon=3000.0)
+    """Almost no noise: releases on D are ≈ 0 (zero gradients), on D' ≈ 1 = C: the default
+    canary's gradient is 4 C, and the certified clip binds on it (without clipping, 4 C)."""
+    r = au.audit_setting("none", trials=20, target_epsilon=3000.0)
+    assert r.settings["background"] == "zero"
     rel_d, rel_dp = (x[:, 0] for x in r.releases)
     assert np.all(np.abs(rel_d) < 0.1) and np.all(np.abs(rel_dp - 1.0) < 0.1)
-    assert set(r.bounds) == {"projection"} and r.settings["canary_label"] == 1.0
+    assert set(r.bounds) == {"projection"} and r.settings["canary_label"] == 4.0
+    bad = au.audit_setting("none", trials=20, target_epsilon=3000.0, private_hook=_no_clip)
+    assert np.all(np.abs(bad.releases[1][:, 0] - 4.0) < 0.1)
+    with pytest.raises(ValueError, match=re.escape("`canary_label` must be non-zero")):
+        au.audit_setting("none", canary_label=0.0)
 
 
 # ================================================================== power and tightness
@@ -532,6 +551,50 @@ def test_power_default_settings_refute_broken_mechanisms(cls, steps):
           f"{r.epsilon_lower_bound:.3f} {r.estimator_bounds}, {r.trials} trials, "
           f"{r.seconds:.1f} s")
     assert r.proven_refuted and r.verdict == "PROVEN CLAIM REFUTED"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("hook", [_half_noise, _no_clip])
+def test_audit_setting_defaults_refute_half_noise_and_no_clipping(hook):
+    """audit_setting() at its defaults (zero background, canary 4 C, 2000 trials per world,
+    claim 1.991): measured GDP ε ≥ 3.0 (half noise) and 8.2 (no clipping), ceilings 5.43 (CP)
+    and 38.0 (GDP)."""
+    r = au.audit_setting(private_hook=hook)
+    print(f"\naudit_setting() {hook.__name__}: claimed {r.claimed_epsilon:.3f}, bound "
+          f"{r.epsilon_lower_bound:.3f} {r.estimator_bounds}, ceilings {r.ceilings}, "
+          f"{r.seconds:.1f} s")
+    assert r.proven_refuted and r.verdict == "PROVEN CLAIM REFUTED"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(20))
+def test_audit_setting_defaults_correct_mechanism_not_refuted(seed):
+    """The product's mechanism at audit_setting()'s defaults, seeds 0–19 (20 of 20)."""
+    r = au.audit_setting(seed=seed)
+    assert not r.proven_refuted and r.verdict == "not refuted", (seed, r.estimator_bounds)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("broken", [None, "half_noise", "no_clip"])
+def test_cli_audit_defaults_refute_half_noise_and_no_clipping(broken, monkeypatch, capsys):
+    """``qshiftdp audit`` with no flags (both backgrounds, 2000 trials): exit status 1 for a
+    broken optimizer (patched in this process), 0 for the product's."""
+    if broken is not None:
+        init = QShiftDPOptimizer.__init__
+
+        def patched(self, *args, **kwargs):
+            init(self, *args, **kwargs)
+            (_half_noise if broken == "half_noise" else _no_clip)(None, self, None)
+
+        monkeypatch.setattr(QShiftDPOptimizer, "__init__", patched)
+    rc = main(["audit", "--json"])
+    rows = json.loads(capsys.readouterr().out)["results"]
+    assert [r["settings"]["background"] for r in rows] == ["shot", "zero"]
+    zero = rows[1]
+    print(f"\nqshiftdp audit ({broken}): zero background {zero['verdict']}, bound "
+          f"{zero['epsilon_lower_bound']:.3f}, ceilings {zero['ceilings']}")
+    assert rc == (0 if broken is None else 1)
+    assert (zero["verdict"] == "PROVEN CLAIM REFUTED") == (broken is not None)
 
 
 @pytest.mark.slow
