@@ -15,6 +15,7 @@ import argparse
 import math
 import os
 import sys
+from typing import Any
 
 from .certify import qldp_certificate, qldp_epsilon, qprldp_certificate, qprldp_epsilon
 from .channels import depolarizing, depolarizing_p_from_pennylane, local_depolarizing
@@ -109,7 +110,9 @@ def _fmt_eps(x: float) -> str:
 def _certify(ns, out) -> None:
     ch = _build_channel(ns)
     notions = ["qldp", "qprldp"] if ns.notion == "both" else [ns.notion]
-    blocks, witnesses, smallest = [], {}, []
+    blocks: list[str] = []
+    smallest: list[str] = []
+    witnesses: dict[str, Any] = {}  # the .npz arrays, by name
     for notion in notions:
         fn = qldp_certificate if notion == "qldp" else qprldp_certificate
         cert = fn(ch, epsilon=ns.epsilon)
