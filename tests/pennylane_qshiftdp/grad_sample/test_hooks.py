@@ -34,7 +34,7 @@ def _backward(model, scoped: bool) -> list[str]:
         if scoped:
             with ignore_output_hook_warning():
                 model(x).sum().backward()
-                warnings.warn("another warning in the block", UserWarning)
+                warnings.warn("another warning in the block", UserWarning, stacklevel=1)
         else:
             model(x).sum().backward()
     return [str(w.message) for w in seen]
