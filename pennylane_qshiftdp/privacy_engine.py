@@ -39,6 +39,7 @@ from opacus import GradSampleModule
 
 from . import qnn
 from ._validation import (
+    check_beta,
     check_choice,
     check_epsilon,
     check_positive_float,
@@ -51,6 +52,7 @@ from .accountants.calibration import (
     epochs_to_steps,
 )
 from .accountants.ledger import ADJACENCIES, PrivacyLedger
+from .credit.shot_noise import CREDIT_MODES
 from .data_loader import poisson_loader, private_dataset
 from .exceptions import PrivacyWarning, SensitivityError
 from .gradients.sensitivity_bound import Sensitivity
@@ -132,10 +134,21 @@ class _Clipping:
 
 
 def _check_arguments(*, module, optimizer, target_epsilon, adjacency, secure_mode, seed,
-                     variance_floor_source, max_grad_norm) -> str:
-    """The checks that need no model or data; returns the adjacency."""
+                     variance_floor_source, max_grad_norm, credit, beta,
+                     proven_epsilon_factor) -> str:
+    """The checks that need no model or data (before any warning); returns the adjacency."""
     check_epsilon(target_epsilon, "target_epsilon")
     adjacency = check_choice(adjacency, "adjacency", ADJACENCIES)
+    if credit in CREDIT_MODES:  # an unknown mode is refused, with the list, further on
+        check_beta(beta, "beta", required=credit in ("adaptive", "isotropic"))
+    if credit != "none" and not (isinstance(proven_epsilon_factor, (int, float))
+                                 and math.isfinite(proven_epsilon_factor)
+                                 and proven_epsilon_factor > 1.0):
+        raise ValueError(
+            f"`proven_epsilon_factor` must be a finite number above 1 (the proven ε may "
+            f"exceed the target by at most this factor when shot noise is credited). Found "
+            f"{proven_epsilon_factor!r}."
+        )
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"`optimizer` must be a torch.optim.Optimizer. Found "
                         f"{type(optimizer).__name__}.")
@@ -619,7 +632,8 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
     adjacency = _check_arguments(
         module=module, optimizer=optimizer, target_epsilon=target_epsilon, adjacency=adjacency,
         secure_mode=secure_mode, seed=seed, variance_floor_source=variance_floor_source,
-        max_grad_norm=max_grad_norm)
+        max_grad_norm=max_grad_norm, credit=credit, beta=beta,
+        proven_epsilon_factor=proven_epsilon_factor)
     model = _prepare_model(module, optimizer)
     # The checks below run forward passes on synthetic inputs; they draw no seeded shot.
     with preserved_shot_rngs(model.module):

@@ -15,6 +15,7 @@ import argparse
 import math
 import os
 import sys
+from typing import Any
 
 from .certify import qldp_certificate, qldp_epsilon, qprldp_certificate, qprldp_epsilon
 from .channels import depolarizing, depolarizing_p_from_pennylane, local_depolarizing
@@ -45,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--delta", type=float, default=None,
                    help="also print the smallest certified epsilon for this delta")
     c.add_argument("--notion", choices=["qldp", "qprldp", "both"], default="both")
+    c.add_argument("--save-witness", default=None, metavar="FILE.npz",
+                   help="write each certificate's witness pair of input states (numpy .npz: "
+                   "rho_<notion>, sigma_<notion>) to this file")
     return parser
 
 
@@ -92,23 +96,41 @@ def _build_channel(ns):
 
 
 def _fmt_eps(x: float) -> str:
-    return "inf" if math.isinf(x) else f"{x:.6g}"
+    """ε rounded *up* to 6 significant digits, trailing zeros kept: two ε printed side by side
+    have the same precision, and a certified ε is never printed below its value."""
+    if math.isinf(x):
+        return "inf"
+    if x == 0:
+        return "0"
+    decimals = max(0, 5 - math.floor(math.log10(abs(x))))
+    scale = 10.0 ** decimals
+    return f"{math.ceil(round(x * scale, 6)) / scale:.{decimals}f}"
 
 
 def _certify(ns, out) -> None:
     ch = _build_channel(ns)
     notions = ["qldp", "qprldp"] if ns.notion == "both" else [ns.notion]
-    blocks = []
+    blocks: list[str] = []
+    smallest: list[str] = []
+    witnesses: dict[str, Any] = {}  # the .npz arrays, by name
     for notion in notions:
         fn = qldp_certificate if notion == "qldp" else qprldp_certificate
         cert = fn(ch, epsilon=ns.epsilon)
-        text = str(cert)
+        if cert.witness is not None:
+            witnesses[f"rho_{notion}"], witnesses[f"sigma_{notion}"] = cert.witness
+        where = (f"rho_{notion}, sigma_{notion} in {ns.save_witness}" if ns.save_witness
+                 else "write it with --save-witness FILE.npz")
+        blocks.append(cert.describe(witness=where))
         if ns.delta is not None:
             efn = qldp_epsilon if notion == "qldp" else qprldp_epsilon
-            eps = efn(ch, delta=ns.delta)
-            text += (f"\n  smallest certified epsilon for delta={ns.delta:.6g}: "
-                     f"{_fmt_eps(eps)} nats")
-        blocks.append(text)
+            smallest.append(f"{cert.notion} {_fmt_eps(efn(ch, delta=ns.delta))}")
+    if smallest:
+        blocks.append(f"Smallest certified epsilon at delta = {ns.delta:.6g} (nats, rounded "
+                      f"up): " + ", ".join(smallest))
+    if ns.save_witness:
+        import numpy as np
+
+        np.savez(ns.save_witness, **witnesses)
     print("\n\n".join(blocks), file=out)
 
 
@@ -128,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
           epsilon   : 0.5 nats
           delta     : 0.33782 (exact)
           statement : the channel is (0.5, 0.33782)-QLDP, and no smaller delta holds (exact)
-          witness   : available as `.witness` (ρ, σ) of shape 2×2; the pair attains delta
+          witness   : a pair (ρ, σ) of 2×2 input states attains delta (write it with
+          --save-witness FILE.npz)
           reference : derived here (docs/qprldp.md, 'Global depolarizing'); QLDP via the
           hockey-stick divergence of Hirche, Rouzé, França arXiv:2202.10717 (v2) Def. 3.1;
           QPrLDP of Shi arXiv:2607.06307

@@ -461,7 +461,8 @@ def audit_run(run_dir, *, canaries: int | None = None, seed: int = 0,
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            result = train(rerun, progress=progress, private_hook=hook)
+            # the audited run's plan was accepted (or overridden) when it trained
+            result = train(rerun, progress=progress, private_hook=hook, skip_plan_check=True)
         rerun_eps = float(result.epsilon)
         if hook.scores is None:
             finding = "the re-run never reached the private optimizer"

@@ -6,7 +6,12 @@ Subcommands:
   (:func:`~pennylane_qshiftdp.calibrate_noise_multiplier`).
 - ``qshiftdp epsilon``: the ε spent by σ, q, steps at δ
   (:func:`~pennylane_qshiftdp.compute_epsilon`).
-- ``qshiftdp train``: private training of the quantum classifier (:func:`~.training.train`).
+- ``qshiftdp train``: private training of the quantum classifier (:func:`~.job.train`).
+- ``qshiftdp predict``: a finished run's model on new data (:func:`~.predict.load_run`).
+- ``qshiftdp audit``: empirical privacy audit of one step or of a finished run.
+- ``qshiftdp certify``: QPrLDP/QLDP certificates of the training device's depolarizing noise
+  (:func:`~.certify.certify_job_device`). The separate ``qprldp`` command certifies a
+  depolarizing channel given by its parameter.
 
 Every subcommand registers a handler ``func(args) -> int`` with ``set_defaults(func=...)``.
 Errors print ``qshiftdp <cmd>: error: <message>`` on stderr and return 2, like argparse.
@@ -54,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     Example:
         >>> sorted(build_parser().subparsers.choices)
-        ['audit', 'epsilon', 'noise', 'train']
+        ['audit', 'certify', 'epsilon', 'noise', 'predict', 'train']
     """
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -62,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
             "Differentially private training of parameterized quantum circuits with the "
             "parameter-shift rule (Q-ShiftDP), accounted with Opacus. All epsilons in nats."
         ),
+        epilog="See also the `qprldp` command (installed with this package): `qprldp certify` "
+        "prints QLDP/QPrLDP certificates of a depolarizing channel given by its parameter "
+        "(global on any dimension, or local on n qubits); `qshiftdp certify` certifies the "
+        "training circuit's device noise.",
     )
     from .. import __version__
 
@@ -72,7 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_noise_parser(subparsers)
     _add_epsilon_parser(subparsers)
     _add_train_parser(subparsers)
+    _add_predict_parser(subparsers)
     _add_audit_parser(subparsers)
+    _add_certify_parser(subparsers)
     return parser
 
 
@@ -225,6 +236,10 @@ def _add_train_parser(subparsers) -> None:
                    "they are NOT protected by the guarantee. By default nothing written "
                    "depends on the private batches")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--skip-plan-check", action="store_true",
+                   help="train even when the plan is refused as absurd: its noise multiplier σ "
+                   "above the expected batch size qN (every step mostly noise) or its estimated "
+                   "time (steps x a probe step's time) above 24 hours")
     p.set_defaults(func=_run_train)
 
 
@@ -291,15 +306,23 @@ _TRAIN_FLAGS = {"n_features": "--qubits", "name": "--dataset", "csv_path": "--cs
                 "max_grad_norm": "--max-grad-norm", "depolarizing": "--depolarizing",
                 "classical_max_grad_norm": "--classical-max-grad-norm",
                 "proven_epsilon_factor": "--proven-epsilon-factor", "epochs": "--epochs",
-                "preprocessing": "--preprocessing", "credit": "--credit", "model": "--model"}
+                "preprocessing": "--preprocessing", "credit": "--credit", "model": "--model",
+                "skip_plan_check": "--skip-plan-check"}
 
 
 def _flag_names(message: str) -> str:
     """Replace backticked parameter names by the flags of ``qshiftdp train``."""
     import re
 
+    from .config import TrainConfig, flag_name
+
+    fields = set(TrainConfig.__dataclass_fields__)
+
     def sub(m):
-        return f"`{_TRAIN_FLAGS.get(m.group(1), m.group(1))}`"
+        name = m.group(1)
+        if name in _TRAIN_FLAGS:
+            return f"`{_TRAIN_FLAGS[name]}`"
+        return f"`{flag_name(name)}`" if name in fields else f"`{name}`"
 
     message = re.sub(r"`([a-z_]+)`", sub, message)
     return re.sub(r"\b(name|classes)='", lambda m: f"{_TRAIN_FLAGS[m.group(1)]}='", message)
@@ -348,31 +371,69 @@ def _clip_norm(text: str):
     return value
 
 
-def _run_train(args) -> int:
-    from .job import TrainConfig, train
+def _train_config(args):
+    """The :class:`~.config.TrainConfig` of ``qshiftdp train``'s arguments."""
+    from .config import TrainConfig
 
-    if args.output_dir is not None and not str(args.output_dir).strip():
-        raise _CLIError("--output-dir must name a directory. Found ''.")
-    if args.eval_shots is not None and args.eval_shots < 0:
-        raise _CLIError(f"--eval-shots must be a positive shot count, or 0 for analytic "
-                        f"evaluation. Found {args.eval_shots}.")
     fields = {k: getattr(args, k) for k in TrainConfig.__dataclass_fields__ if hasattr(args, k)}
     fields["secure_mode"] = not args.seeded_noise
     if fields.get("shots") == 0:
         fields["shots"] = None
     if fields.get("eval_shots") == 0:
         fields["eval_shots"] = None
-    config = TrainConfig(**fields)
+    return TrainConfig(**fields)
+
+
+#: The job's result warnings, printed as WARNING lines from the result (not twice).
+_RESULT_WARNINGS = ("the classifier (predicts the majority|barely separates|is systematically "
+                    "wrong)|the feature ranges clip the data")
+
+
+def _run_train(args) -> int:
+    from .checks import check_train_config
+
+    if args.output_dir is not None and not str(args.output_dir).strip():
+        raise _CLIError("--output-dir must name a directory. Found ''.")
+    if args.eval_shots is not None and args.eval_shots < 0:
+        raise _CLIError(f"--eval-shots must be a positive shot count, or 0 for analytic "
+                        f"evaluation. Found {args.eval_shots}.")
+    config = _train_config(args)
+    try:  # every value error before torch, PennyLane or Opacus is imported
+        check_train_config(config, resume=args.resume)
+    except (ValueError, TypeError) as err:
+        raise _CLIError(_flag_names(str(err))) from err
+    from .job import TrainingInterrupted, train
+
     try:
         with warnings.catch_warnings():  # printed below as a WARNING line, not twice
-            warnings.filterwarnings("ignore", message="the classifier (predicts the majority"
-                                    "|barely separates|is systematically wrong)",
-                                    category=UserWarning)
-            result = train(config, progress=not args.no_progress, resume=args.resume)
+            warnings.filterwarnings("ignore", message=_RESULT_WARNINGS, category=UserWarning)
+            result = train(config, progress=not args.no_progress, resume=args.resume,
+                           skip_plan_check=args.skip_plan_check)
+    except TrainingInterrupted as stop:
+        _print_train_result(stop.result, config)
+        return 130
     except (ValueError, TypeError, NotImplementedError) as err:
         raise _CLIError(_flag_names(str(err))) from err
+    _print_train_result(result, config)
+    return 0
+
+
+def _print_train_result(result, config) -> None:
+    """The run's results; the privacy statement's headline (the whole statement is in the
+    run directory); the one-line privacy summary last."""
+    from .summary import format_epsilon, summary_line
+
+    statement_path = None
     print()
-    print(result.statement)
+    if result.output_dir is not None:
+        from pathlib import Path
+
+        statement_path = Path(result.output_dir) / "privacy_statement.txt"
+        print(result.statement.splitlines()[0])
+        print(f"(the full privacy statement, with what is protected, sampling, mechanism, "
+              f"accountant and assumptions: {statement_path})")
+    else:
+        print(result.statement)
     print()
     if result.stopped_early:
         print(f"Stopped early: {result.stopped_early}")
@@ -392,6 +453,8 @@ def _run_train(args) -> int:
           f" on {result.device}, on the {result.test_examples} held-out test examples)")
     if result.majority_warning:
         print(f"WARNING: {result.majority_warning}")
+    if result.feature_warning:
+        print(f"WARNING: {result.feature_warning}")
     diag = config.diagnostics  # data-dependent numbers only when asked for, marked
     if result.shots is None:
         print("training shots: 0 (analytic)")
@@ -402,20 +465,31 @@ def _run_train(args) -> int:
         print(f"training shots: {result.shots} per circuit (the total grows with the private "
               f"batch sizes: reported only with --diagnostics)")
     credit = config.credit != "none" and math.isfinite(result.epsilon)
-    print(f"ε spent: {result.epsilon:.4f} (target {config.epsilon}) after {result.steps} steps"
+    print(f"ε spent: {format_epsilon(result.epsilon)} (target {config.epsilon}) after "
+          f"{result.steps} steps"
           + (f"; credited Q-ShiftDP ε (Gaussian approximation; diagnostic, NOT protected): "
-             f"{result.credited_epsilon:.4f}" if credit and diag else ""))
+             f"{format_epsilon(result.credited_epsilon)}" if credit and diag else ""))
     if math.isfinite(result.epsilon) and result.epsilon > config.epsilon * (1 + 1e-9):
         why = (f" With --credit {config.credit} the added noise is a floor that keeps the "
                f"proven ε within {config.proven_epsilon_factor} x the target; only the credited "
                f"ε (an approximation, computed from the private batches) aims at the target"
-               + (f", and here it is above it as well ({result.credited_epsilon:.4f})"
+               + (f", and here it is above it as well "
+                  f"({format_epsilon(result.credited_epsilon)})"
                   if diag and result.credited_epsilon > config.epsilon * (1 + 1e-9) else "")
                + "." if config.credit != "none" else "")
-        print(f"WARNING: the proven ε {result.epsilon:.4f} exceeds the target "
+        print(f"WARNING: the proven ε {format_epsilon(result.epsilon)} exceeds the target "
               f"--epsilon {config.epsilon}.{why}")
     print(f"outputs: {result.output_dir}")
-    return 0
+    if result.interrupted:
+        print(f"interrupted after {result.steps} of {result.planned_steps} planned steps: the "
+              f"ledger, statement and checkpoint of these steps are written; continue with the "
+              f"same command and --resume.")
+    print(summary_line(
+        epsilon=result.epsilon, delta=config.delta, adjacency=config.adjacency,
+        accountant=config.accountant, steps=result.steps, credit=config.credit,
+        beta=config.beta, credited_epsilon=result.credited_epsilon if diag else None,
+        planned_steps=result.planned_steps, interrupted=result.interrupted,
+        statement_path=statement_path))
 
 
 # --------------------------------------------------------------------------- noise
@@ -813,6 +887,125 @@ def _print_audit_table(results) -> None:
               f"{ceil} | {verdict} | {r.seconds:.1f} |")
 
 
+# --------------------------------------------------------------------------- predict
+def _add_predict_parser(subparsers) -> None:
+    """Register ``qshiftdp predict``: a finished run's model on new data."""
+    p = subparsers.add_parser(
+        "predict",
+        help="predict new data with a finished `qshiftdp train` run's model",
+        description="Load the model of a finished (or interrupted) `qshiftdp train` run from "
+        "its output directory (checkpoint.pt, read with weights_only) and predict every row "
+        "of a CSV file of raw features (with a header row; the run's own preprocessing is "
+        "applied). Columns are matched by name when the header names the run's features, "
+        "else taken in order. Predictions are post-processing of the DP release: they cost "
+        "no privacy. Prints a CSV (one `prediction` per row) or writes it to --output.",
+    )
+    p.add_argument("--run", required=True, metavar="DIR",
+                   help="the run's --output-dir (it holds checkpoint.pt)")
+    p.add_argument("--csv", required=True, metavar="FILE", help="CSV file of raw features")
+    p.add_argument("--label-column", default=None,
+                   help="a column of true labels: left out of the features, and the accuracy is "
+                   "printed")
+    p.add_argument("--output", default=None, metavar="FILE",
+                   help="write the input rows with a `prediction` column here instead of "
+                   "printing the predictions")
+    p.set_defaults(func=_run_predict)
+
+
+def _run_predict(args) -> int:
+    import csv
+    import os
+
+    if not os.path.isfile(os.path.join(args.run, "checkpoint.pt")):
+        raise _CLIError(f"--run must be a `qshiftdp train` output directory holding "
+                        f"checkpoint.pt. Found none in {args.run!r}.")
+    if not os.path.isfile(args.csv):
+        raise _CLIError(f"--csv must be an existing file. Found {args.csv!r}.")
+    from .predict import accuracy, load_run
+
+    run = load_run(args.run)
+    predicted, true = run.predict_csv(args.csv, label_column=args.label_column)
+    if args.output is not None:
+        with open(args.csv, newline="", encoding="utf-8") as fh:
+            rows = [r for r in csv.reader(fh) if any(c.strip() for c in r)]
+        with open(args.output, "w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh)
+            writer.writerow([*rows[0], "prediction"])
+            writer.writerows([*r, y] for r, y in zip(rows[1:], predicted, strict=True))
+        print(f"{len(predicted)} predictions written to {args.output}")
+    else:
+        print("prediction")
+        for y in predicted:
+            print(y)
+    if true is not None:
+        print(f"accuracy: {accuracy(predicted, true, run):.4f} on {len(true)} rows "
+              f"(--label-column {args.label_column})", file=sys.stderr if args.output is None
+              else sys.stdout)
+    return 0
+
+
+# --------------------------------------------------------------------------- certify
+def _add_certify_parser(subparsers) -> None:
+    """Register ``qshiftdp certify``: certificates of the training device's noise."""
+    p = subparsers.add_parser(
+        "certify",
+        help="QPrLDP/QLDP certificates of the training device's depolarizing noise (and the "
+        "variance floor --credit depolarizing uses)",
+        description="Certify the depolarizing noise of the device `qshiftdp train` trains on: "
+        "the job's circuit on --qubits qubits with PennyLane's DepolarizingChannel(q) on "
+        "every qubit after the last gate (--depolarizing q, as `qshiftdp train "
+        "--depolarizing`), or with a noise model (--noise-model MODULE:NAME: a PennyLane "
+        "NoiseModel, or a Qiskit Aer noise model; each of its channels counts through its "
+        "depolarizing part, the largest p with N = D_p o M). Prints the QPrLDP and QLDP "
+        "certificates (ε, δ) of every noise channel and of the final noise layer, and the "
+        "proven variance floor v_min. These certify the device channel, not the training "
+        "data. For a depolarizing channel given by its parameter see `qprldp certify`.",
+    )
+    noise = p.add_mutually_exclusive_group(required=True)
+    noise.add_argument("--depolarizing", type=float, default=None, metavar="Q",
+                       help="PennyLane DepolarizingChannel q in [0, 0.75] on every qubit "
+                       "(D_p with p = 4q/3)")
+    noise.add_argument("--noise-model", default=None, metavar="MODULE:NAME",
+                       help="a PennyLane NoiseModel or Qiskit Aer NoiseModel (or a function "
+                       "returning one), e.g. mynoise.py:model")
+    p.add_argument("--epsilon", type=float, required=True, help="ε in nats, >= 0")
+    p.add_argument("--delta", type=float, default=None,
+                   help="also print the smallest certified ε for this δ in [0, 1]")
+    p.add_argument("--qubits", type=_positive_int, default=4,
+                   help="qubits of the job's circuit (default: %(default)s)")
+    p.add_argument("--layers", type=_positive_int, default=2,
+                   help="StronglyEntanglingLayers of the job's circuit (default: %(default)s)")
+    _add_json_arg(p)
+    p.set_defaults(func=_run_certify)
+
+
+def _run_certify(args) -> int:
+    from .checks import MAX_QUBITS
+
+    if not (math.isfinite(args.epsilon) and args.epsilon >= 0):
+        raise _CLIError(f"--epsilon must be a finite number >= 0 (nats). Found {args.epsilon}.")
+    if args.delta is not None and not 0.0 <= args.delta <= 1.0:
+        raise _CLIError(f"--delta must be in [0, 1]. Found {args.delta}.")
+    if args.depolarizing is not None and not 0.0 <= args.depolarizing <= 0.75:
+        raise _CLIError(f"--depolarizing (PennyLane's q) must be in [0, 0.75]. Found "
+                        f"{args.depolarizing}.")
+    if args.qubits > MAX_QUBITS:
+        raise _CLIError(f"--qubits must be at most {MAX_QUBITS}. Found {args.qubits}.")
+    from .certify import certify_job_device, format_report, load_noise_model, report_dict
+
+    model = None if args.noise_model is None else load_noise_model(args.noise_model)
+    cert = certify_job_device(epsilon=args.epsilon, delta=args.delta, qubits=args.qubits,
+                              layers=args.layers, depolarizing=args.depolarizing,
+                              noise_model=model)
+    if args.json:
+        print(json.dumps(report_dict(cert), indent=2))
+        return 0
+    source = (f"DepolarizingChannel(q={args.depolarizing:g}) on every qubit after the last gate"
+              if args.noise_model is None else f"noise model {args.noise_model}")
+    print(format_report(cert, source=source, qubits=args.qubits, layers=args.layers))
+    return 0
+
+
 # --------------------------------------------------------------------------- shared
 def _default_accountant() -> str:
     from .config import TrainConfig
@@ -875,8 +1068,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG} {args.command}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        hint = (" The checkpoint of the last finished epoch is kept: continue with the same "
-                "command and --resume." if args.command == "train" else "")
+        hint = (" Whatever was written to --output-dir is kept; after a second Ctrl-C during "
+                "training the steps since the last checkpoint are not recorded there (the first "
+                "Ctrl-C writes them)." if args.command == "train" else "")
         print(f"\n{PROG} {args.command}: interrupted.{hint}", file=sys.stderr)
         return 130
 

@@ -36,6 +36,7 @@ import math
 import numbers
 import os
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,6 +55,8 @@ __all__ = [
     "BREAST_CANCER_FEATURE_RANGES",
     "PREPROCESSINGS",
     "Dataset",
+    "check_task",
+    "fixed_feature_map",
     "load_dataset",
 ]
 
@@ -130,6 +133,16 @@ FEATURE_RANGES = {
 #: Default classes of the scikit-learn data sets: a (negative, positive) pair, or "all".
 _DEFAULT_CLASSES = {"digits": (0, 1), "breast_cancer": (0, 1), "iris": "all", "wine": "all"}
 
+#: The public shape of the scikit-learn data sets, known before loading them (a test checks it
+#: against the data): raw columns and {label: target name}. :func:`check_task` uses it to
+#: refuse bad settings without importing scikit-learn.
+_BUNDLED_SHAPES = {
+    "digits": (64, {i: str(i) for i in range(10)}),
+    "breast_cancer": (30, {0: "malignant", 1: "benign"}),
+    "iris": (4, {0: "setosa", 1: "versicolor", 2: "virginica"}),
+    "wine": (13, {0: "class_0", 1: "class_1", 2: "class_2"}),
+}
+
 #: A-priori pixel range of scikit-learn's ``digits`` (4-bit counts of 4×4 sub-blocks).
 _DIGITS_MAX = 16.0
 
@@ -181,6 +194,16 @@ class Dataset:
             by the training job).
         preprocessing: the preprocessing, described without any statistic of the data (for
             the privacy statement).
+        test_clipped_fraction: the fraction of the held-out test split's raw values that fell
+            outside their declared range (0 for digits and standardize_pca). Computed from the
+            test examples only (never from training examples), like the test accuracy: the
+            job names it as the cause when a run learns nothing.
+        test_clipped_columns: the raw columns all of whose test values fell outside their
+            declared range (each such column reaches the model as one or two constant angles).
+        raw_feature_names: the raw columns' names, in order (the input of ``transform``).
+        transform: the feature map, raw feature rows of shape (n, raw columns) → angles of shape
+            (n, n_features) (``None`` where none applies); :func:`pennylane_qshiftdp.app.predict`
+            uses it on new data.
     """
 
     X_train: np.ndarray
@@ -197,6 +220,10 @@ class Dataset:
     feature_ranges: tuple = ()
     clipped_values: int = 0
     preprocessing: str = ""
+    test_clipped_fraction: float = 0.0
+    test_clipped_columns: tuple[str, ...] = ()
+    raw_feature_names: tuple[str, ...] = ()
+    transform: Callable[[np.ndarray], np.ndarray] | None = None
 
     @property
     def n_features(self) -> int:
@@ -355,47 +382,7 @@ def load_dataset(
         index = {c: i for i, c in enumerate(chosen)}
         y = np.array([index[v] for v in labels[mask].tolist()], dtype=np.float64)
 
-    ranges = ()
-    if preprocessing == "fixed" and name == "digits":
-        if feature_range is not None:
-            raise ValueError(
-                f"`feature_range` is not used with name='digits' (its pixels lie in [0, 16] by "
-                f"construction). Found {feature_range!r}."
-            )
-        if n_features not in DIGITS_POOLING_GRIDS:
-            allowed = ", ".join(str(k) for k in DIGITS_POOLING_GRIDS)
-            raise ValueError(
-                f"`n_features` must be one of {allowed} for preprocessing='fixed' on 'digits' "
-                f"(average pooling of the 8x8 image over a grid). Found {n_features}."
-            )
-    elif preprocessing == "fixed":
-        if feature_range is None and name not in FEATURE_RANGES:
-            raise ValueError(
-                f"preprocessing='fixed' needs an a-priori range for every feature, and {name!r} "
-                f"has none: declare them with `feature_range=(low, high)` for all columns or "
-                f"one (low, high) pair per column (command line: --feature-range LO:HI or "
-                f"LO1:HI1,LO2:HI2,...), from domain knowledge, never from the data. Or use "
-                f"preprocessing='standardize_pca' (data-dependent: its statistics are then not "
-                f"protected by the privacy guarantee)."
-            )
-        ranges = _check_feature_range(
-            FEATURE_RANGES[name] if feature_range is None else feature_range, X.shape[1])
-        if n_features > X.shape[1]:
-            raise ValueError(
-                f"`n_features` must be at most {X.shape[1]} (the number of features of "
-                f"{name!r}) for preprocessing='fixed'. Found {n_features}."
-            )
-    else:
-        if feature_range is not None:
-            raise ValueError(
-                f"`feature_range` is only used with preprocessing='fixed'. Found "
-                f"{feature_range!r}."
-            )
-        if n_features > X.shape[1]:
-            raise ValueError(
-                f"`n_features` must be at most {X.shape[1]} (the number of features of "
-                f"{name!r}) for preprocessing='standardize_pca'. Found {n_features}."
-            )
+    ranges = _check_columns(name, preprocessing, n_features, feature_range, X.shape[1])
 
     from sklearn.model_selection import train_test_split
 
@@ -403,7 +390,10 @@ def load_dataset(
         X, y, test_size=test_size, random_state=seed, stratify=y
     )
 
-    clipped = 0
+    clipped, test_clipped, test_columns = 0, 0.0, ()
+    raw_names = list(feature_names)
+    if preprocessing == "fixed":
+        transform = fixed_feature_map(name, n_features, ranges)
     if preprocessing == "fixed" and name == "digits":
         X_train, names = _pool_digits(X_train, n_features)
         X_test, _ = _pool_digits(X_test, n_features)
@@ -420,6 +410,7 @@ def load_dataset(
         public_how = how
         note = None
     elif preprocessing == "fixed":
+        test_clipped, test_columns = _test_clipping(X_test, ranges, raw_names)
         X_train, names, c_train = _scale_and_group(X_train, ranges, n_features, feature_names)
         X_test, _, c_test = _scale_and_group(X_test, ranges, n_features, feature_names)
         clipped = c_train + c_test
@@ -439,7 +430,7 @@ def load_dataset(
                 f"`n_features` must be below the number of training examples "
                 f"({X_train.shape[0]}) for preprocessing='standardize_pca'. Found {n_features}."
             )
-        X_train, X_test, names = _standardize_pca(X_train, X_test, n_features, seed)
+        X_train, X_test, names, transform = _standardize_pca(X_train, X_test, n_features, seed)
         how = (
             f"{n_features} features: standardisation, PCA and min-max scaling to angles in "
             f"[0, pi], fitted on the training split (data-dependent)"
@@ -477,7 +468,150 @@ def load_dataset(
         feature_ranges=ranges,
         clipped_values=int(clipped),
         preprocessing=public_how,
+        test_clipped_fraction=float(test_clipped),
+        test_clipped_columns=tuple(test_columns),
+        raw_feature_names=tuple(raw_names),
+        transform=transform,
     )
+
+
+def _check_columns(name: str, preprocessing: str, n_features: int, feature_range,
+                   n_columns: int) -> tuple:
+    """The checks of ``n_features`` and ``feature_range`` against the raw column count;
+    returns the declared ranges of preprocessing='fixed' (empty for digits and PCA)."""
+    if preprocessing == "fixed" and name == "digits":
+        if feature_range is not None:
+            raise ValueError(
+                f"`feature_range` is not used with name='digits' (its pixels lie in [0, 16] by "
+                f"construction). Found {feature_range!r}."
+            )
+        if n_features not in DIGITS_POOLING_GRIDS:
+            allowed = ", ".join(str(k) for k in DIGITS_POOLING_GRIDS)
+            raise ValueError(
+                f"`n_features` must be one of {allowed} for preprocessing='fixed' on 'digits' "
+                f"(average pooling of the 8x8 image over a grid). Found {n_features}."
+            )
+        return ()
+    if preprocessing == "fixed":
+        if feature_range is None and name not in FEATURE_RANGES:
+            raise ValueError(
+                f"preprocessing='fixed' needs an a-priori range for every feature, and {name!r} "
+                f"has none: declare them with `feature_range=(low, high)` for all columns or "
+                f"one (low, high) pair per column (command line: --feature-range LO:HI or "
+                f"LO1:HI1,LO2:HI2,...), from domain knowledge, never from the data. Or use "
+                f"preprocessing='standardize_pca' (data-dependent: its statistics are then not "
+                f"protected by the privacy guarantee)."
+            )
+        ranges = _check_feature_range(
+            FEATURE_RANGES[name] if feature_range is None else feature_range, n_columns)
+        if n_features > n_columns:
+            raise ValueError(
+                f"`n_features` must be at most {n_columns} (the number of features of "
+                f"{name!r}) for preprocessing='fixed'. Found {n_features}."
+            )
+        return ranges
+    if feature_range is not None:
+        raise ValueError(
+            f"`feature_range` is only used with preprocessing='fixed'. Found "
+            f"{feature_range!r}."
+        )
+    if n_features > n_columns:
+        raise ValueError(
+            f"`n_features` must be at most {n_columns} (the number of features of "
+            f"{name!r}) for preprocessing='standardize_pca'. Found {n_features}."
+        )
+    return ()
+
+
+def check_task(name: str = "digits", *, n_features: int | None = 4,
+               preprocessing: str = "fixed", classes=None,
+               csv_path: str | os.PathLike | None = None, label_column: str | None = None,
+               feature_range=None) -> int | None:
+    r"""The checks of :func:`load_dataset` that need no data, without loading any.
+
+    Everything the public shape of the task decides: the data set and preprocessing names,
+    ``n_features`` and ``feature_range`` against the number of raw columns (known for the
+    scikit-learn sets, read from a CSV file's header row), and for the scikit-learn sets the
+    ``classes``. Imports nothing heavier than numpy (no scikit-learn), so a command line can
+    refuse bad settings at once; :func:`load_dataset` makes the same checks, and those that
+    need the data.
+
+    Args:
+        name, n_features, preprocessing, classes, csv_path, label_column, feature_range: as in
+            :func:`load_dataset`.
+
+    Returns:
+        int | None: the number of classes K of a scikit-learn set; ``None`` for a CSV file
+        (its labels are read with the data).
+
+    Raises:
+        ValueError: with the message :func:`load_dataset` gives for the same settings.
+
+    Example:
+        >>> check_task("iris"), check_task("digits", classes="all", n_features=8)
+        (3, 10)
+        >>> check_task("iris", classes=("setosa", "rose"))
+        Traceback (most recent call last):
+        ...
+        ValueError: `classes` must be distinct classes of 'iris'; 'rose' is not one. Classes
+        present: 0 (setosa), 1 (versicolor), 2 (virginica).
+    """
+    name = check_choice(name, "name", DATASETS)
+    preprocessing = check_choice(preprocessing, "preprocessing", PREPROCESSINGS)
+    if n_features is not None:
+        n_features = check_positive_int(n_features, "n_features")
+    if name != "csv" and (csv_path is not None or label_column is not None):
+        raise ValueError(
+            f"`csv_path` and `label_column` are only used with name='csv'. Found name={name!r}."
+        )
+    if name == "csv":
+        path = _check_csv_arguments(csv_path, label_column)
+        header = _csv_header(path)
+        _check_label_column(path, header, label_column)
+        n_columns = len(header) - 1
+        if n_columns < 1:
+            raise ValueError(f"The CSV file {path!r} has no feature columns besides the label.")
+        _check_columns(name, preprocessing, n_columns if n_features is None else n_features,
+                       feature_range, n_columns)
+        return None
+    n_columns, label_names = _BUNDLED_SHAPES[name]
+    _check_columns(name, preprocessing, n_columns if n_features is None else n_features,
+                   feature_range, n_columns)
+    return len(_resolve_classes(name, classes, np.array(sorted(label_names)), label_names))
+
+
+def fixed_feature_map(name: str, n_features: int, feature_ranges=()):
+    r"""The data-independent feature map of ``preprocessing="fixed"`` as a function.
+
+    Args:
+        name: the data set (``"digits"`` pools the 8×8 image; any other scales each raw
+            column by its declared range and averages consecutive groups).
+        n_features: number of output features.
+        feature_ranges: one ``(low, high)`` per raw column (not used for digits).
+
+    Returns:
+        callable: raw rows of shape (n, raw columns) → angles in [0, π] of shape
+        (n, n_features), exactly as :func:`load_dataset` computes them.
+
+    Example:
+        >>> f = fixed_feature_map("iris", 4, IRIS_FEATURE_RANGES)
+        >>> np.round(f(np.array([[3.8, 1.8, 0.9, 0.09]])), 6).tolist()
+        [[0.0, 0.0, 0.0, 0.0]]
+    """
+    if name == "digits":
+        def pool(X_raw):
+            return _pool_digits(np.asarray(X_raw, dtype=np.float64), n_features)[0]
+        return pool
+    ranges = tuple(tuple(float(v) for v in r) for r in feature_ranges)
+    names = [f"x{j}" for j in range(len(ranges))]
+
+    def scale(X_raw):
+        X = np.asarray(X_raw, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != len(ranges):
+            raise ValueError(f"The feature map of {name!r} takes rows of {len(ranges)} raw "
+                             f"features. Found shape {X.shape}.")
+        return _scale_and_group(X, ranges, n_features, names)[0]
+    return scale
 
 
 # ---------------------------------------------------------------------------- sources
@@ -505,7 +639,7 @@ def _load_sklearn(name: str):
     return X, labels, names, label_names
 
 
-def _read_csv(csv_path, label_column):
+def _check_csv_arguments(csv_path, label_column) -> str:
     if csv_path is None:
         raise ValueError("`csv_path` is required when name='csv'. Found None.")
     if label_column is None:
@@ -513,17 +647,38 @@ def _read_csv(csv_path, label_column):
     path = os.fspath(csv_path)
     if not os.path.isfile(path):
         raise ValueError(f"`csv_path` must be an existing file. Found {path!r}.")
+    return path
+
+
+def _csv_header(path: str) -> list[str]:
+    """The first non-blank row of the CSV file, stripped (the header)."""
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            for row in csv.reader(fh):
+                if any(cell.strip() for cell in row):
+                    return [h.strip() for h in row]
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise ValueError(f"The CSV file {path!r} cannot be read: {err}") from err
+    raise ValueError(f"The CSV file {path!r} needs a header row and at least one data row.")
+
+
+def _check_label_column(path: str, header: list[str], label_column: str) -> None:
+    if label_column not in header:
+        raise ValueError(
+            f"`label_column` {label_column!r} is not a column of {path!r}. "
+            f"Columns: {', '.join(repr(h) for h in header)}."
+        )
+
+
+def _read_csv(csv_path, label_column):
+    path = _check_csv_arguments(csv_path, label_column)
     with open(path, newline="", encoding="utf-8") as fh:
         rows = list(csv.reader(fh))
     rows = [r for r in rows if any(cell.strip() for cell in r)]  # skip blank lines
     if len(rows) < 2:
         raise ValueError(f"The CSV file {path!r} needs a header row and at least one data row.")
     header = [h.strip() for h in rows[0]]
-    if label_column not in header:
-        raise ValueError(
-            f"`label_column` {label_column!r} is not a column of {path!r}. "
-            f"Columns: {', '.join(repr(h) for h in header)}."
-        )
+    _check_label_column(path, header, label_column)
     data = rows[1:]
     for i, r in enumerate(data, start=2):
         if len(r) != len(header):
@@ -713,6 +868,18 @@ def _scale_and_group(X, ranges, n_features, column_names):
     return angles, names, clipped
 
 
+def _test_clipping(X_test, ranges, column_names) -> tuple[float, list[str]]:
+    """The fraction of held-out raw values outside their declared ranges, and the columns
+    all of whose held-out values are outside (computed from the test split only)."""
+    if X_test.size == 0:
+        return 0.0, []
+    lo = np.array([r[0] for r in ranges])
+    hi = np.array([r[1] for r in ranges])
+    outside = (X_test < lo) | (X_test > hi)
+    columns = [column_names[j] for j in np.flatnonzero(outside.all(axis=0))]
+    return float(outside.mean()), columns
+
+
 def _standardize_pca(X_train, X_test, n_features, seed):
     from sklearn.decomposition import PCA
     from sklearn.preprocessing import StandardScaler
@@ -727,5 +894,8 @@ def _standardize_pca(X_train, X_test, n_features, seed):
     def to_angles(Z):
         return np.clip((Z - lo) / span, 0.0, 1.0) * math.pi
 
+    def transform(X_raw):
+        return to_angles(pca.transform(scaler.transform(np.asarray(X_raw, dtype=np.float64))))
+
     names = [f"pc{i + 1}" for i in range(n_features)]
-    return to_angles(Z_train), to_angles(Z_test), names
+    return to_angles(Z_train), to_angles(Z_test), names, transform

@@ -13,6 +13,7 @@ this module. The loop is the standard Opacus one::
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import os
 import secrets
@@ -27,11 +28,15 @@ from opacus.data_loader import DPDataLoader
 
 from .. import _compat
 from ..exceptions import PrivacyBudgetExceededError, PrivacyWarning
+from ..grad_sample import ignore_output_hook_warning
 from ..gradients.shot_statistics import ShotRecorder
 from ..losses import LinearLoss, LogisticLoss, MSELoss, SoftmaxCrossEntropyLoss
 from ..privacy_engine import make_private
+from .checks import MAX_QUBITS as MAX_QUBITS  # re-exported: the job's qubit limit
+from .checks import check_classes_fit, check_loss, check_train_config
 from .config import TrainConfig
-from .metrics import evaluate, majority_class_warning, majority_rate
+from .interrupt import deferred_interrupt
+from .metrics import clipping_cause, evaluate, majority_class_warning, majority_rate
 from .outputs import (
     diagnostics_document,
     merge_diagnostics,
@@ -40,9 +45,10 @@ from .outputs import (
     write_json,
     write_outputs,
 )
+from .plan import Plan, check_plan, probe_step_seconds, steps_left
 from .records import PUBLIC_EPOCH_FIELDS, public_record
 
-__all__ = ["TrainConfig", "TrainResult", "make_loss", "train"]
+__all__ = ["TrainConfig", "TrainResult", "TrainingInterrupted", "make_loss", "train"]
 
 
 @dataclasses.dataclass
@@ -78,6 +84,26 @@ class TrainResult:
     majority_warning: str | None = None
     # the settings the run used, its "auto" ones resolved (app.defaults.resolve_settings)
     settings: dict = dataclasses.field(default_factory=dict)
+    planned_steps: int | None = None  # the steps the plan has (epochs x steps per epoch)
+    # most held-out feature values (or whole columns) lie outside the declared ranges, in a run
+    # that is not otherwise flagged (app.metrics.clipping_cause; from the test split only)
+    feature_warning: str | None = None
+    # Ctrl-C stopped the run after `steps` steps; its ledger, statement and checkpoint hold
+    # them, and resume=True continues it
+    interrupted: bool = False
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped :func:`train` after a whole step; the outputs of the steps taken are
+    written (ledger, statement, metrics, a checkpoint that ``resume=True`` continues).
+
+    Attributes:
+        result: the :class:`TrainResult` of the steps taken (``interrupted=True``).
+    """
+
+    def __init__(self, result: TrainResult):
+        super().__init__(f"training interrupted after {result.steps} steps")
+        self.result = result
 
 
 #: From this many qubits on, ``device="auto"`` picks lightning.qubit for exact-law sampling (the
@@ -93,10 +119,6 @@ LIGHTNING_QUBITS = 15
 #: lightning.qubit's 1.94 s at 10 qubits).
 LIGHTNING_QUBITS_DEVICE_SAMPLING = 10
 
-
-#: Largest qubit count the training job accepts (a state vector of 2^n amplitudes per circuit;
-#: at 16 qubits the public clip norm's batched Jacobian alone needs tens of GiB).
-MAX_QUBITS = 14
 
 
 #: Simulators on which ``shot_sampling="auto"`` draws shot estimates from the exact law.
@@ -193,6 +215,17 @@ def _provenance(data, config) -> dict:
             "feature_ranges": [list(r) for r in data.feature_ranges] or None}
 
 
+def task_record(data, config) -> dict:
+    """What a finished run's model needs to read new data (the checkpoint's ``task``): the
+    data set, its raw columns, the preprocessing and its declared ranges, the classes."""
+    return {"dataset": data.name, "preprocessing": config.preprocessing,
+            "raw_feature_names": list(data.raw_feature_names),
+            "n_features": int(data.n_features),
+            "feature_ranges": [list(map(float, r)) for r in data.feature_ranges],
+            "classes": [c if isinstance(c, (str, int, float)) else str(c) for c in data.classes],
+            "class_names": [str(n) for n in data.class_names]}
+
+
 def _seed_for(seed, epoch, stream):
     return int(np.random.SeedSequence([seed, epoch, stream]).generate_state(1, np.uint64)[0]
                % (2**63))
@@ -219,17 +252,7 @@ def make_loss(name: str, n_classes: int, logit_scale: float = 5.0):
         >>> make_loss("auto", 3).name, make_loss("auto", 2).name
         ('softmax cross-entropy', 'linear loss')
     """
-    if name not in ("auto", "linear", "mse", "logistic", "cross_entropy"):
-        raise ValueError(f"`loss` must be 'auto', 'linear', 'mse', 'logistic' or "
-                         f"'cross_entropy'. Found {name!r}.")
-    if name == "auto":
-        name = "linear" if n_classes == 2 else "cross_entropy"
-    if n_classes == 2 and name == "cross_entropy":
-        raise ValueError("`loss`='cross_entropy' needs at least 3 classes (the binary model has "
-                         "one output ⟨Z0⟩); use 'linear', 'logistic' or 'mse' for two classes.")
-    if n_classes > 2 and name != "cross_entropy":
-        raise ValueError(f"`loss`={name!r} is for two classes (labels ±1); a {n_classes}-class "
-                         f"task needs 'cross_entropy' (or 'auto').")
+    name = check_loss(name, n_classes)
     if name == "cross_entropy":
         return SoftmaxCrossEntropyLoss(logit_scale=logit_scale)
     if name == "logistic":
@@ -266,25 +289,20 @@ class _Job:
     training_shots: int = 0
     stopped: str | None = None
     epoch: int = 0  # the epoch being trained
+    make: object = None  # make(shots, seed, recorder=None): a fresh model (the plan's probe)
+    # steps of epoch `start_epoch` taken before an interruption (a resumed run takes the rest)
+    resume_offset: int = 0
+    resume_rngs: dict | None = None  # seeded runs: the generators' states at the interruption
+    step_in_epoch: int = 0  # steps of the current epoch taken so far
+    interrupt: object = None  # the deferred-SIGINT flag of the training loop
+    interrupted: bool = False
 
     @property
     def ledger(self):
         return self.opt.ledger if self.private else None
 
 
-def _check_config(config: TrainConfig) -> None:
-    """The settings that need no data."""
-    if isinstance(config.qubits, int) and not isinstance(config.qubits, bool) \
-            and config.qubits > MAX_QUBITS:
-        raise ValueError(
-            f"`qubits` must be at most {MAX_QUBITS} in the training job. Found {config.qubits}. "
-            f"Simulation memory and time grow as 2^qubits (one private step at 12 qubits takes "
-            f"seconds to tens of seconds on two cores, and the public clip norm evaluates "
-            f"hundreds of states at once); build larger models with the Python API "
-            f"(make_private) on a device that can hold them.")
-
-
-def _model_factory(config: TrainConfig, data, model_cls: type, device: str):
+def model_factory(config: TrainConfig, data, model_cls: type, device: str):
     """``make(shots, seed, recorder=None)``: a fresh model of ``config.model`` for ``data`` on
     ``device`` (``model_cls`` for the quantum and hybrid models)."""
     from .models import QuantumNeuronClassifier
@@ -305,11 +323,10 @@ def _model_factory(config: TrainConfig, data, model_cls: type, device: str):
 
 def _build(config: TrainConfig) -> _Job:
     """Data set, settings ("auto" resolved), loss, models (trained, evaluated), shots, SGD."""
-    from .data import DIGITS_POOLING_GRIDS, load_dataset
+    from .data import load_dataset
     from .defaults import feature_count, resolve_model, resolve_settings
-    from .models import HybridClassifier, QuantumClassifier, max_classes
+    from .models import HybridClassifier, QuantumClassifier
 
-    _check_config(config)
     model_name = resolve_model(config)
     data = load_dataset(config.dataset, n_features=feature_count(config, model_name),
                         seed=config.seed, test_size=config.test_size,
@@ -323,25 +340,15 @@ def _build(config: TrainConfig) -> _Job:
     if isinstance(config.lr, str) or not (math.isfinite(config.lr) and config.lr > 0):
         raise ValueError(f"`lr` must be positive and finite (or 'auto'). Found {config.lr!r}.")
     model_cls = QuantumClassifier if config.model != "hybrid" else HybridClassifier
-    if config.model != "neuron" and data.n_classes > max_classes(config.qubits):
-        need = (data.n_classes + 2) // 2  # K <= 2n - 1
-        if config.dataset == "digits" and config.preprocessing == "fixed":
-            need = min(k for k in DIGITS_POOLING_GRIDS if k >= need)
-        raise ValueError(
-            f"`n_classes` = {data.n_classes} needs at least {need} qubits (K <= 2 * qubits - 1 "
-            f"readouts: one Z per qubit and one ZZ per neighbouring pair). Found "
-            f"`qubits`={config.qubits}.")
+    check_classes_fit(config, config.model, data.n_classes)  # a CSV's classes: known only now
     loss_fn = make_loss(config.loss, data.n_classes, config.logit_scale)
-    if data.n_classes > 2 and config.credit != "none":
-        raise ValueError(f"`credit`={config.credit!r} supports one output per example; a "
-                         f"{data.n_classes}-class model has {data.n_classes}. Use credit='none'.")
     shots = config.shots
     if shots == "auto":
         shots = _auto_shots(config, model_cls, data, loss_fn)
     elif isinstance(shots, str):
         raise ValueError(f"`shots` must be a positive integer, None or 'auto'. Found {shots!r}.")
     device = resolve_device(config)
-    make = _model_factory(config, data, model_cls, device)
+    make = model_factory(config, data, model_cls, device)
     if config.credit != "none" and shots is not None and shots < 30:
         warnings.warn(f"credit={config.credit!r} with shots={shots}: crediting treats "
                       f"each sample mean as Gaussian (central limit theorem), which is a poor "
@@ -362,7 +369,7 @@ def _build(config: TrainConfig) -> _Job:
     eval_model = make(config.eval_shots, _seed_for(config.seed, 0, 4))
     sgd = torch.optim.SGD(model.parameters(), lr=config.lr)
     return _Job(config, data, loss_fn, model_cls, model, eval_model, sgd, shots, device,
-                sampling, recorder, private=math.isfinite(config.epsilon))
+                sampling, recorder, private=math.isfinite(config.epsilon), make=make)
 
 
 def _clip_mode(job: _Job):
@@ -490,11 +497,16 @@ def _resume(job: _Job) -> None:
         job.opt.ledger.load_state_dict(ledger_state)
         # through the optimizer's own load_state_dict, so whatever it restores (clip norm,
         # history length for the public clip's refresh) is restored here too
+        # the clip groups' norms too: the examples are clipped at those, and a run interrupted
+        # between two refreshes of the public clip must not clip at make_private's initial one
         job.opt.load_state_dict({"optimizer": ckpt["optimizer"], "history": job.records,
-                                 "max_grad_norm": ckpt["clip_norm"], "generator": None})
+                                 "max_grad_norm": ckpt["clip_norm"],
+                                 "clip_norms": ckpt.get("clip_norms"), "generator": None})
     else:
         job.sgd.load_state_dict(ckpt["optimizer"])
     job.start_epoch = ckpt["epoch"]
+    job.resume_offset = int(ckpt.get("step_in_epoch") or 0)  # an interrupted epoch's steps
+    job.resume_rngs = ckpt.get("rngs")
 
 
 def _reseed(job: _Job, epoch: int, dev) -> None:
@@ -513,14 +525,50 @@ def _reseed(job: _Job, epoch: int, dev) -> None:
         job.noise_gen.manual_seed(_seed_for(config.seed, epoch, 3))
 
 
-def _train_epoch(job: _Job, bar) -> None:
-    """One pass over the Poisson loader (a private step per batch, empty ones included)."""
+def _rng_states(job: _Job, dev) -> dict | None:
+    """Seeded runs: the states of the sampler, noise and shot generators (for an exact resume
+    of an interrupted epoch). Secure mode keeps none: its randomness is never repeated."""
+    if job.config.secure_mode:
+        return None
+    states = {"sampler": job.sampler_gen.get_state()}
+    if job.noise_gen is not None:
+        states["noise"] = job.noise_gen.get_state()
+    rng = _compat.device_rng(dev) if job.shots is not None else None
+    if rng is not None:
+        states["device"] = rng.bit_generator.state
+    return states
+
+
+def _restore_rngs(job: _Job, dev) -> None:
+    """Continue an interrupted epoch: the seeded generators where they stopped; in secure mode
+    fresh CSPRNG seeds (as every epoch gets)."""
+    states = job.resume_rngs or {}
+    if job.config.secure_mode or not states:
+        _reseed(job, job.epoch, dev)
+        return
+    job.sampler_gen.set_state(states["sampler"])
+    if job.noise_gen is not None and "noise" in states:
+        job.noise_gen.set_state(states["noise"])
+    rng = _compat.device_rng(dev) if job.shots is not None else None
+    if rng is not None and "device" in states:
+        rng.bit_generator.state = states["device"]
+
+
+def _train_epoch(job: _Job, bar, skip: int = 0) -> None:
+    """One pass over the Poisson loader (a private step per batch, empty ones included); an
+    interrupted epoch resumed after ``skip`` steps takes the rest. A Ctrl-C (deferred by
+    :func:`~.interrupt.deferred_interrupt`) stops the loop after the step in progress."""
     config = job.config
-    for xb, yb in job.train_loader:
+    job.step_in_epoch = skip
+    if job.interrupt is not None and job.interrupt.requested:
+        job.interrupted = True
+        return
+    for xb, yb in itertools.islice(job.train_loader, max(0, len(job.train_loader) - skip)):
         job.opt.zero_grad()
         if job.private:
             if xb.shape[0]:  # an empty Poisson batch still gets a (noise-only) step
-                job.loss_fn(job.pmodel(xb), yb).mean().backward()
+                with ignore_output_hook_warning():
+                    job.loss_fn(job.pmodel(xb), yb).mean().backward()
             try:
                 job.opt.step()
             except PrivacyBudgetExceededError as err:  # checked before the step
@@ -531,27 +579,44 @@ def _train_epoch(job: _Job, bar) -> None:
             if xb.shape[0]:
                 job.loss_fn(job.model(xb), yb).sum().div(config.expected_batch_size).backward()
                 job.sgd.step()
+        job.step_in_epoch += 1
         bar.update(1)
+        if job.interrupt is not None and job.interrupt.requested:
+            job.interrupted = True
+            return
 
 
 def _run_epochs(job: _Job, last: int, progress: bool, x_test, y_test) -> None:
-    """Train epochs ``start_epoch..last``, evaluating and checkpointing after each."""
+    """Train epochs ``start_epoch..last``, evaluating and checkpointing after each; on a
+    Ctrl-C, checkpoint the steps taken (mid-epoch) and stop."""
     from tqdm.auto import tqdm
 
     config = job.config
     dev = (job.model.device if config.model == "neuron"  # one device for every output
            else job.model.qlayer.qnode.device)
-    bar = tqdm(total=len(job.train_loader) * (last - job.start_epoch), disable=not progress,
-               desc="qshiftdp train")
+    bar = tqdm(total=max(0, len(job.train_loader) * (last - job.start_epoch) - job.resume_offset),
+               disable=not progress, desc="qshiftdp train")
     t0 = time.perf_counter()
     for epoch in range(job.start_epoch, last):
         job.epoch = epoch
-        _reseed(job, epoch, dev)
+        skip = job.resume_offset if epoch == job.start_epoch else 0
+        if skip:
+            _restore_rngs(job, dev)
+        else:
+            _reseed(job, epoch, dev)
         with qml.Tracker(dev) as tracker:
-            _train_epoch(job, bar)
+            _train_epoch(job, bar, skip)
         # exact-law sampling executes analytically: Ns shots per circuit it stands in for
         job.training_shots += int(tracker.totals.get("shots", 0) if job.sampling == "device"
                                   else tracker.totals.get("executions", 0) * (job.shots or 0))
+        if job.interrupted:
+            if job.out_dir is not None and job.step_in_epoch:  # else: the epoch's checkpoint
+                write_checkpoint(job.out_dir, config=config, epoch=epoch, model=job.model,
+                                 sgd=job.sgd, opt=job.opt if job.private else None,
+                                 metrics=job.metrics, records=job.records,
+                                 step_in_epoch=job.step_in_epoch, rngs=_rng_states(job, dev),
+                                 task=task_record(job.data, config))
+            break
         job.eval_model.load_state_dict(job.model.state_dict())
         acc, balanced, test_loss = evaluate(job.eval_model, x_test, y_test, job.loss_fn)
         ledger = job.ledger
@@ -567,12 +632,16 @@ def _run_epochs(job: _Job, last: int, progress: bool, x_test, y_test) -> None:
         if job.out_dir is not None:  # created (and checked) before training
             write_checkpoint(job.out_dir, config=config, epoch=epoch + 1, model=job.model,
                              sgd=job.sgd, opt=job.opt if job.private else None,
-                             metrics=job.metrics, records=job.records)
-            if config.diagnostics:
-                write_json(job.out_dir / "diagnostics.json", diagnostics_document(
-                    job.metrics, job.records, ledger, job.data))
+                             metrics=job.metrics, records=job.records,
+                             task=task_record(job.data, config))
+        if job.out_dir is not None and config.diagnostics:
+            write_json(job.out_dir / "diagnostics.json", diagnostics_document(
+                job.metrics, job.records, ledger, job.data))
         if job.stopped:
             break
+    if job.interrupted and job.out_dir is not None and config.diagnostics:
+        write_json(job.out_dir / "diagnostics.json", diagnostics_document(
+            job.metrics, job.records, job.ledger, job.data))
     bar.close()
 
 
@@ -599,16 +668,22 @@ def _result(job: _Job, last: int, x_test, y_test) -> TrainResult:
         ledger.extra_update({"shots_per_circuit": job.shots, "device": job.device,
                              "shot_sampling": job.sampling})
     metrics = job.metrics
-    if metrics and metrics[-1].get("test_balanced_accuracy") is not None:
+    mid_epoch = job.interrupted and job.step_in_epoch > 0  # the weights moved since metrics[-1]
+    if metrics and metrics[-1].get("test_balanced_accuracy") is not None and not mid_epoch:
         final_acc, final_bal = metrics[-1]["test_accuracy"], metrics[-1]["test_balanced_accuracy"]
     else:  # no epoch ran (or a checkpoint written before balanced accuracy was recorded)
         job.eval_model.load_state_dict(job.model.state_dict())
         final_acc, final_bal, _ = evaluate(job.eval_model, x_test, y_test)
     rate = majority_rate(data.y_test)
+    cause = clipping_cause(data)  # from the held-out split only
     stuck = majority_class_warning(final_acc, rate, final_bal, data.n_classes,
-                                   history=[m["test_accuracy"] for m in metrics])
+                                   history=[m["test_accuracy"] for m in metrics], cause=cause)
     if stuck is not None:
         warnings.warn(stuck, UserWarning, stacklevel=3)
+    feature_warning = None
+    if cause is not None and stuck is None:
+        feature_warning = f"the feature ranges clip the data: {cause}"
+        warnings.warn(feature_warning, UserWarning, stacklevel=3)
     return TrainResult(
         test_accuracy=final_acc, test_balanced_accuracy=final_bal, test_majority_rate=rate,
         test_examples=int(len(data.y_test)), majority_warning=stuck,
@@ -623,6 +698,8 @@ def _result(job: _Job, last: int, x_test, y_test) -> TrainResult:
         shots=job.shots, training_shots=job.training_shots, device=job.device,
         n_classes=data.n_classes, label_mapping=data.label_mapping_text(),
         diagnostics=summary, settings=_settings(job.config),
+        planned_steps=len(job.train_loader) * job.config.epochs,
+        interrupted=job.interrupted, feature_warning=feature_warning,
     )
 
 
@@ -633,9 +710,64 @@ def _trained_weights(job: _Job) -> np.ndarray:
     return job.model.qlayer.weights.detach().numpy().copy()
 
 
+def _probe_step(job: _Job):
+    """``step(batch)``: one forward and backward pass of a fresh copy of the job's model on
+    ``batch`` public inputs (the middle of the input domain; no training example)."""
+    model = job.make(job.shots, 0)
+    if job.sampling != "device":
+        from ..sampling import set_shot_sampling
+
+        set_shot_sampling(model, job.sampling)
+    binary = job.data.n_classes == 2
+
+    def step(batch: int) -> None:
+        x = torch.full((batch, job.data.n_features), math.pi / 2, dtype=torch.float64)
+        y = (torch.ones if binary else torch.zeros)(batch, dtype=torch.float64)
+        model.zero_grad()
+        job.loss_fn(model(x), y).mean().backward()
+
+    return step
+
+
+def _check_plan(job: _Job, last: int) -> None:
+    """Refuse a plan whose noise or time is absurd (:mod:`.plan`), before its first step."""
+    steps_per_epoch = len(job.train_loader)
+    steps = steps_left(last, steps_per_epoch, start_epoch=job.start_epoch,
+                       done_in_epoch=job.resume_offset)
+    if steps == 0:
+        return
+    n_train = len(job.data.y_train)
+    expected = (job.ledger.expected_batch_size if job.private
+                and job.ledger.expected_batch_size else n_train / steps_per_epoch)
+    sigma = job.ledger.noise_multiplier if job.private else None
+    clip = job.opt.max_grad_norm if job.private else None
+    plan = Plan(steps=steps, noise_multiplier=sigma, expected_batch_size=expected,
+                clip_norm=float(clip) if isinstance(clip, (int, float)) else None,
+                lr=float(job.config.lr))
+    probe = _probe_step(job)  # two steps of public inputs: a time per step
+    plan.seconds_per_step = probe_step_seconds(
+        probe, batch=max(1, min(8, math.ceil(expected))), expected_batch_size=expected)
+    check_plan(plan)
+
+
+def _interruption_note(result: TrainResult) -> str:
+    return (f"Interrupted (Ctrl-C) after {result.steps} of {result.planned_steps} planned "
+            f"steps: this statement covers the steps taken, which are recorded in ledger.json "
+            f"and checkpoint.pt; the same command with --resume (resume=True) continues the run "
+            f"from there.")
+
+
 def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
-          stop_after_epochs: int | None = None, private_hook=None) -> TrainResult:
+          stop_after_epochs: int | None = None, private_hook=None,
+          skip_plan_check: bool = False) -> TrainResult:
     """Train the default quantum classifier privately; write ledger, metrics and plots.
+
+    Settings that are wrong whatever the data hold are refused first, before any data are
+    read (:func:`~.checks.check_train_config`); a plan whose noise or time is absurd is refused
+    before its first step (:mod:`.plan`). A Ctrl-C (SIGINT) stops the run after the step in
+    progress: the ledger, privacy statement, metrics and a checkpoint of the steps taken are
+    written, then :class:`TrainingInterrupted` (a ``KeyboardInterrupt``) is raised; the same
+    call with ``resume=True`` continues from that step. A second Ctrl-C aborts at once.
 
     Args:
         config: the :class:`TrainConfig`.
@@ -647,10 +779,17 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
             first step (private runs only): the seam through which
             :func:`~pennylane_qshiftdp.app.audit_run.audit_run` injects its gradient canaries
             into the job's own optimizer. Whatever it changes is outside the privacy guarantee.
+        skip_plan_check: train even when the plan's σ or estimated time is above the
+            thresholds of :mod:`.plan`.
 
     Returns:
         TrainResult: test accuracy, spent ε, the privacy statement, per-epoch metrics.
+
+    Raises:
+        ValueError: for a setting or plan that is refused (the message names it).
+        TrainingInterrupted: after a Ctrl-C, once the outputs of the steps taken are written.
     """
+    check_train_config(config, resume=resume)  # before any data is read or circuit built
     job = _build(config)
     config, data = job.config, job.data
     x_train = torch.as_tensor(data.X_train, dtype=torch.float64)
@@ -660,16 +799,25 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x_train, y_train),
                                          batch_size=config.expected_batch_size)
     _make_private(job, loader, private_hook)
+    last = config.epochs if stop_after_epochs is None else min(config.epochs, stop_after_epochs)
+    if not resume and not skip_plan_check:
+        _check_plan(job, last)  # before the output directory is created
     _open_output_dir(job, resume)
     if resume:
         _resume(job)
-    last = config.epochs if stop_after_epochs is None else min(config.epochs, stop_after_epochs)
-    _run_epochs(job, last, progress, x_test, y_test)
-    result = _result(job, last, x_test, y_test)
-    if job.out_dir is not None:
-        write_outputs(result, job.ledger, job.out_dir, diagnostics=config.diagnostics,
-                      credit=config.credit != "none")
-        if config.diagnostics:
-            write_json(job.out_dir / "diagnostics.json", diagnostics_document(
-                job.metrics, job.records, job.ledger, data, summary=result.diagnostics))
+        if not skip_plan_check:
+            _check_plan(job, last)
+    with deferred_interrupt("qshiftdp train") as job.interrupt:
+        _run_epochs(job, last, progress, x_test, y_test)
+        result = _result(job, last, x_test, y_test)
+        if job.interrupted:
+            result.statement += "\n" + _interruption_note(result)
+        if job.out_dir is not None:
+            write_outputs(result, job.ledger, job.out_dir, diagnostics=config.diagnostics,
+                          credit=config.credit != "none")
+            if config.diagnostics:
+                write_json(job.out_dir / "diagnostics.json", diagnostics_document(
+                    job.metrics, job.records, job.ledger, data, summary=result.diagnostics))
+    if job.interrupted:
+        raise TrainingInterrupted(result)
     return result

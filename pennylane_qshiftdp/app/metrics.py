@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-__all__ = ["CHANCE_TOLERANCE", "MAJORITY_TOLERANCE", "accuracy", "evaluate",
-           "majority_class_warning", "majority_rate"]
+__all__ = ["CHANCE_TOLERANCE", "CLIPPED_FRACTION", "MAJORITY_TOLERANCE", "accuracy",
+           "clipping_cause", "evaluate", "majority_class_warning", "majority_rate"]
 
 #: A final test accuracy within this of the test split's majority-class rate warns that the
 #: classifier predicts the majority class (does no better than always answering it).
@@ -21,6 +21,12 @@ MAJORITY_TOLERANCE = 0.01
 #: classifier barely separates the classes, even when its accuracy is above the majority rate
 #: (a classifier that answers the majority class for all but a few examples).
 CHANCE_TOLERANCE = 0.05
+
+
+#: When at least this fraction of the held-out raw feature values lies outside the declared
+#: feature ranges (or some column lies wholly outside), a run that learns nothing is blamed on
+#: the ranges rather than on too little training.
+CLIPPED_FRACTION = 0.5
 
 
 def accuracy(model, x, y):
@@ -65,10 +71,43 @@ def majority_rate(y) -> float:
     return float(np.unique(y, return_counts=True)[1].max() / y.size)
 
 
+def clipping_cause(data) -> str | None:
+    """The feature ranges as the cause of a run that learns nothing, or ``None``.
+
+    Reads :attr:`~.data.Dataset.test_clipped_fraction` and
+    :attr:`~.data.Dataset.test_clipped_columns`, computed from the held-out test split only
+    (never from training examples). Clipped values reach the model as the ends of the angle
+    range: when most are clipped, or a whole column is, the features carry little or nothing
+    of the data, and more epochs cannot help.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> clipping_cause(SimpleNamespace(test_clipped_fraction=1.0,
+        ...                                test_clipped_columns=("a", "b")))[:56]
+        'every feature value of the held-out test split lies outs'
+    """
+    fraction = float(getattr(data, "test_clipped_fraction", 0.0) or 0.0)
+    columns = tuple(getattr(data, "test_clipped_columns", ()) or ())
+    if fraction >= 1.0:
+        head = "every feature value of the held-out test split lies outside its declared range"
+    elif fraction >= CLIPPED_FRACTION or columns:
+        shown = ", ".join(repr(c) for c in columns[:5]) + (", ..." if len(columns) > 5 else "")
+        head = (f"{100 * fraction:.0f} % of the held-out test split's feature values lie "
+                f"outside their declared ranges"
+                + (f" (every value of {len(columns)} column(s): {shown})" if columns else ""))
+    else:
+        return None
+    return (f"{head} and was clipped to a bound (--feature-range, or the shipped ranges): the "
+            f"clipped features reach the model as constants, so more epochs will not help. "
+            f"Declare ranges that contain the data's values (from domain knowledge: units, "
+            f"instrument limits), or use --preprocessing standardize_pca.")
+
+
 def majority_class_warning(test_accuracy: float, rate: float,
                            balanced_accuracy: float = math.nan,
                            n_classes: int | None = None,
-                           history: Sequence[float] = ()) -> str | None:
+                           history: Sequence[float] = (),
+                           cause: str | None = None) -> str | None:
     """The warning text for a classifier that has learned little or is systematically wrong.
 
     Three cases, ``None`` otherwise: the final ``test_accuracy`` is within
@@ -78,7 +117,8 @@ def majority_class_warning(test_accuracy: float, rate: float,
     classifier is systematically wrong (an inverted sign, a class order swapped), which points
     to other causes than too little training. ``history`` (the test accuracy after each epoch)
     changes the advice when an earlier epoch was clearly better: the run learned and lost it,
-    so more epochs would not help.
+    so more epochs would not help. ``cause`` (e.g. :func:`clipping_cause`) replaces the advice
+    when a cause is known.
 
     Example:
         >>> majority_class_warning(0.63, 0.627)[:44]
@@ -100,6 +140,8 @@ def majority_class_warning(test_accuracy: float, rate: float,
         hint = (f"It learned, then lost it: the test accuracy was {best:.4f} after epoch "
                 f"{list(history).index(best) + 1}. At a fixed epsilon more steps need more "
                 f"noise per step; try fewer epochs, a smaller learning rate or a larger epsilon.")
+    if cause:
+        hint = f"Likely cause: {cause}"
     bal = (f" (balanced accuracy {balanced_accuracy:.4f})"
            if math.isfinite(balanced_accuracy) else "")
     if math.isfinite(test_accuracy) and math.isfinite(rate) and \

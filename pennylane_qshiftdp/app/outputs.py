@@ -33,8 +33,9 @@ from .records import (
 if TYPE_CHECKING:
     from .job import TrainResult
 
-__all__ = ["CHECKPOINT_FORMAT", "diagnostics_document", "merge_diagnostics",
-           "read_checkpoint", "write_checkpoint", "write_json", "write_outputs"]
+__all__ = ["CHECKPOINT_FORMAT", "diagnostics_document", "diagnostics_figure", "load_checkpoint",
+           "merge_diagnostics", "noise_figure", "read_checkpoint", "write_checkpoint",
+           "write_json", "write_outputs"]
 
 #: ``checkpoint.pt`` layout tag (read back with ``torch.load(..., weights_only=True)``).
 CHECKPOINT_FORMAT = "qshiftdp-train-checkpoint-2"
@@ -77,21 +78,70 @@ def diagnostics_document(metrics, records, ledger, data, summary=None) -> dict:
     return doc
 
 
-def write_checkpoint(out_dir: Path, *, config, epoch, model, sgd, opt, metrics, records):
+def write_checkpoint(out_dir: Path, *, config, epoch, model, sgd, opt, metrics, records,
+                     step_in_epoch: int = 0, rngs: dict | None = None, task: dict | None = None):
     """``checkpoint.pt``: tensors and built-in containers only, nothing from the private batches.
 
     The model and optimizer state (functions of the released noisy gradients), the public
     ledger state (:func:`~.records.public_ledger_state`), the clip norm, and the public
     per-epoch and per-step fields; the data-dependent fields are in ``diagnostics.json`` (with
-    ``diagnostics=True``) and are read back from there on resume.
+    ``diagnostics=True``) and are read back from there on resume. An interrupted run's
+    checkpoint also holds ``step_in_epoch`` (the steps of epoch ``epoch + 1`` already taken)
+    and, for a seeded run, ``rngs`` (the sampler, noise and shot generators' states, public
+    seeds' continuations), so that a resumed run takes exactly the remaining steps. ``task``
+    is what :func:`~.predict.load_run` needs to read new data (the data set's name, raw column
+    names, classes, declared feature ranges: public settings, or the label set a run without
+    declared classes read and stated). Written to a temporary file, then renamed: an
+    interruption never leaves half a checkpoint.
     """
+    path = out_dir / "checkpoint.pt"
+    tmp = path.with_name(path.name + ".tmp")
     torch.save({"format": CHECKPOINT_FORMAT, "config": dataclasses.asdict(config),
                 "epoch": epoch, "model": model.state_dict(), "optimizer": sgd.state_dict(),
                 "ledger": public_ledger_state(opt.ledger) if opt is not None else None,
                 "clip_norm": plain(opt.max_grad_norm) if opt is not None else None,
+                # every clip group's norm: the one each example is clipped at
+                "clip_norms": ([plain(c) for _, c in opt.clip_groups] if opt is not None
+                               else None),
                 "metrics": plain([public_record(m, PUBLIC_EPOCH_FIELDS) for m in metrics]),
-                "step_records": plain([public_record(r) for r in records])},
-               out_dir / "checkpoint.pt")
+                "step_records": plain([public_record(r) for r in records]),
+                "step_in_epoch": int(step_in_epoch), "rngs": rngs, "task": task}, tmp)
+    os.replace(tmp, path)
+
+
+def load_checkpoint(path: Path, *, what: str = "the run") -> dict:
+    """``checkpoint.pt`` loaded with ``weights_only=True`` (tensors and built-in containers
+    only: a file holding any other pickled object is refused, never executed).
+
+    Raises:
+        ValueError: for such a file, or one that cannot be read or is not a ``qshiftdp train``
+            checkpoint; ``what`` names the reader in the message.
+    """
+    import pickle
+    import re
+
+    try:
+        ckpt = torch.load(path, weights_only=True)
+    except pickle.UnpicklingError as err:
+        found = re.search(r"GLOBAL (\S+)", str(err))  # torch names the refused callable
+        if found:
+            raise ValueError(
+                f"{what} refused {path}: it holds pickled objects other than tensors and "
+                f"built-in containers, and loading them could run arbitrary code (it names "
+                f"{found.group(1)}). qshiftdp train never writes such a checkpoint (it may have "
+                f"been replaced or tampered with); it was not loaded. Start a new run in a new "
+                f"--output-dir.") from None
+        raise ValueError(f"{what}: the checkpoint {path} cannot be read (corrupt or "
+                         f"truncated?): {type(err).__name__}: {err}") from err
+    except Exception as err:  # any unreadable file is reported the same way
+        raise ValueError(f"{what}: the checkpoint {path} cannot be read (corrupt or "
+                         f"truncated?): {type(err).__name__}: {err}") from err
+    if not isinstance(ckpt, dict) or not isinstance(ckpt.get("config"), dict) or any(
+            k not in ckpt for k in ("epoch", "model", "optimizer", "ledger", "metrics",
+                                    "step_records")):
+        raise ValueError(f"{what}: the checkpoint {path} cannot be read (corrupt or "
+                         f"truncated?): not a qshiftdp train checkpoint.")
+    return ckpt
 
 
 def read_checkpoint(out_dir: Path | None, config) -> tuple[dict, dict | None]:
@@ -105,34 +155,11 @@ def read_checkpoint(out_dir: Path | None, config) -> tuple[dict, dict | None]:
             containers (a pickled object could run code: refused, never executed); an
             unreadable one; settings that differ from the interrupted run.
     """
-    import pickle
-    import re
-
     path = None if out_dir is None else out_dir / "checkpoint.pt"
     if path is None or not path.exists():
         raise ValueError(f"--resume needs a checkpoint in `output_dir`. Found none in "
                          f"{out_dir}.")
-    try:
-        ckpt = torch.load(path, weights_only=True)
-    except pickle.UnpicklingError as err:
-        found = re.search(r"GLOBAL (\S+)", str(err))  # torch names the refused callable
-        if found:
-            raise ValueError(
-                f"--resume refused {path}: it holds pickled objects other than tensors and "
-                f"built-in containers, and loading them could run arbitrary code (it names "
-                f"{found.group(1)}). qshiftdp train never writes such a checkpoint (it may have "
-                f"been replaced or tampered with); it was not loaded. Start a new run in a new "
-                f"--output-dir.") from None
-        raise ValueError(f"--resume: the checkpoint {path} cannot be read (corrupt or "
-                         f"truncated?): {type(err).__name__}: {err}") from err
-    except Exception as err:  # any unreadable file is reported the same way
-        raise ValueError(f"--resume: the checkpoint {path} cannot be read (corrupt or "
-                         f"truncated?): {type(err).__name__}: {err}") from err
-    if not isinstance(ckpt, dict) or not isinstance(ckpt.get("config"), dict) or any(
-            k not in ckpt for k in ("epoch", "model", "optimizer", "ledger", "metrics",
-                                    "step_records")):
-        raise ValueError(f"--resume: the checkpoint {path} cannot be read (corrupt or "
-                         f"truncated?): not a qshiftdp train checkpoint.")
+    ckpt = load_checkpoint(path, what="--resume")
     saved, now = ckpt["config"], dataclasses.asdict(config)
     differ = [f"{flag_name(k)}: {saved.get(k)!r} (interrupted run) vs "
               f"{now.get(k)!r} (now)" for k in sorted(set(saved) | set(now))
@@ -235,57 +262,126 @@ def write_outputs(result: TrainResult, ledger: PrivacyLedger | None, out_dir: Pa
     fig.tight_layout()
     fig.savefig(out_dir / "accuracy_epsilon.png", dpi=100)
     plt.close(fig)
-    # The noise plot only where it carries information: the added variance changes between
-    # steps (a clip norm that follows the weights or the quantile, or a credit mode); with the
-    # certified clip it is the constant σ²C² printed in the statement.
-    noise = (out_dir / "noise.png")
+    # The noise plot only where it carries information: the added noise changes between steps
+    # (a clip norm that follows the weights or the quantile, or a credit mode); with the
+    # certified clip it is the constant σC printed in the statement.
+    noise = out_dir / "noise.png"
     variances = [r["artificial_variance_mean"] for r in records
                  if r.get("artificial_variance_mean") is not None]
     if variances and max(variances) - min(variances) > 1e-12 * max(variances):
-        fig, ax = plt.subplots(figsize=(6, 4))
-        ax.plot([r["step"] for r in records if r.get("artificial_variance_mean") is not None],
-                variances, "o-", ms=3, label="Gaussian noise added (mean per coordinate)")
-        ax.axhline(records[0]["target_variance"], ls="--", c="k", label="σ²C² (planned)")
-        ax.set_ylim(0, 1.1 * max(max(variances), records[0]["target_variance"]))
-        ax.legend(fontsize=7, loc="lower right")
-        ax.set(xlabel="step", ylabel="variance per coordinate", title="Noise added per step")
-        fig.tight_layout()
+        fig = noise_figure(records, plt)
         fig.savefig(noise, dpi=100)
         plt.close(fig)
     elif noise.exists():
         noise.unlink()  # a resumed run that no longer varies: no stale plot
     if diagnostics and result.step_records:
-        _diagnostics_figure(result.step_records, out_dir / "diagnostics.png", plt)
+        fig = diagnostics_figure(result.step_records, plt)
+        fig.savefig(out_dir / "diagnostics.png", dpi=90)
+        plt.close(fig)
 
 
-def _diagnostics_figure(records, path, plt) -> None:
-    """σ_t, clipping, shot variance and its bound, credited share, SNR, ε (private data!)."""
+def noise_figure(records, plt):
+    """``noise.png``: σ_t (the noise relative to the clip norm, what ε is computed from) against
+    the plan, and the absolute noise std beside the clip norm C it follows.
+
+    Args:
+        records: public step records (:data:`~.records.PUBLIC_STEP_FIELDS`).
+        plt: ``matplotlib.pyplot``.
+
+    Returns:
+        matplotlib.figure.Figure: the figure (the caller saves and closes it).
+    """
+    rows = [r for r in records if r.get("artificial_variance_mean") is not None]
+    steps = [r["step"] for r in rows]
+    clip = np.array([r["clip_norm"] for r in rows], dtype=float)
+    std = np.sqrt([r["artificial_variance_mean"] for r in rows])
+    planned = np.sqrt([r["target_variance"] for r in rows]) / clip
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    ax[0].plot(steps, [r["proven_noise_multiplier"] for r in rows], "o-", ms=3,
+               label="σ_t = added noise std / C (proven)")
+    ax[0].plot(steps, planned, "k--", label="σ planned for the target ε")
+    ax[0].set_ylim(0, 1.15 * max(float(planned.max()),
+                                 max(r["proven_noise_multiplier"] for r in rows)))
+    ax[0].set(xlabel="step", ylabel="noise multiplier σ (std / clip norm)",
+              title="Noise relative to the clip: sets ε")
+    ax[0].legend(fontsize=7, loc="lower right")
+    ax[1].plot(steps, std, "o-", ms=3, c="tab:orange",
+               label="added noise std per coordinate (σ_t·C)")
+    ax[1].plot(steps, clip, "s-", ms=3, c="tab:green", label="clip norm C")
+    ax[1].set_ylim(0, 1.15 * max(float(std.max()), float(clip.max())))
+    ax[1].set(xlabel="step", ylabel="gradient units",
+              title="Absolute noise: follows the clip norm C")
+    ax[1].legend(fontsize=7, loc="lower right")
+    fig.suptitle("Noise added per step. A smaller clip norm C means less absolute noise, "
+                 "never less privacy: σ = std / C stays as planned", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def _not_collected(ax, title: str, text: str) -> None:
+    """A panel for a quantity the run did not collect (rather than a line at 0)."""
+    ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True, fontsize=8,
+            transform=ax.transAxes)
+    ax.set(title=title, xticks=[], yticks=[])
+
+
+def diagnostics_figure(records, plt):
+    """``diagnostics.png``: σ_t, clipping, shot variance and its bound, credited share, SNR, ε
+    (computed from the private batches: NOT protected). A quantity the run did not collect
+    (shot statistics and credit without a credit mode) is a labelled empty panel, not a line
+    at 0.
+
+    Args:
+        records: full step records (with the diagnostic fields).
+        plt: ``matplotlib.pyplot``.
+
+    Returns:
+        matplotlib.figure.Figure: the figure (the caller saves and closes it).
+    """
     s = [r["step"] for r in records]
+    credit = any(r.get("credit_mode", "none") != "none" for r in records)
     fig, ax = plt.subplots(2, 3, figsize=(13, 7))
     ax[0, 0].plot(s, [r["proven_noise_multiplier"] for r in records], label="proven σ_t")
-    ax[0, 0].plot(s, [r["credited_noise_multiplier"] for r in records], "--",
-                  label="credited σ_t")
-    ax[0, 0].set(title="noise multiplier", xlabel="step")
+    if credit:
+        ax[0, 0].plot(s, [r["credited_noise_multiplier"] for r in records], "--",
+                      label="credited σ_t")
+    ax[0, 0].set(title="noise multiplier", xlabel="step", ylabel="σ (std / clip norm)")
     ax[0, 0].legend(fontsize=7)
-    ax[0, 1].plot(s, [r["clip_norm"] for r in records], label="clip norm C")
+    left = ax[0, 1].plot(s, [r["clip_norm"] for r in records], label="clip norm C (left axis)")
     ax2 = ax[0, 1].twinx()
-    ax2.plot(s, [r["clipped_fraction"] for r in records], "r.", label="fraction clipped")
-    ax[0, 1].set(title="clipping", xlabel="step")
-    ax[0, 2].plot(s, [r["shot_variance_estimate_mean"] for r in records], label="estimate")
-    ax[0, 2].plot(s, [r["shot_variance_lower_bound_mean"] for r in records], "--",
-                  label="lower bound")
-    ax[0, 2].set(title="shot-noise variance per coordinate (mean)", xlabel="step")
-    ax[0, 2].legend(fontsize=7)
+    right = ax2.plot(s, [r["clipped_fraction"] for r in records], "r.",
+                     label="fraction of the batch clipped (right axis)")
+    ax[0, 1].set(title="clipping", xlabel="step", ylabel="clip norm C")
+    ax2.set_ylabel("fraction clipped", color="r")
+    ax2.set_ylim(-0.02, 1.02)
+    ax[0, 1].legend(handles=left + right, fontsize=7, loc="center right")
+    shot = [(r["step"], r.get("shot_variance_estimate_mean"),
+             r.get("shot_variance_lower_bound_mean")) for r in records
+            if r.get("shot_variance_estimate_mean") is not None]
+    title = "shot-noise variance per coordinate (mean)"
+    if shot:
+        ax[0, 2].plot([t[0] for t in shot], [t[1] for t in shot], label="estimate")
+        ax[0, 2].plot([t[0] for t in shot], [t[2] for t in shot], "--", label="lower bound")
+        ax[0, 2].set(title=title, xlabel="step")
+        ax[0, 2].legend(fontsize=7)
+    else:
+        _not_collected(ax[0, 2], title, "not collected: shot statistics are recorded only "
+                       "with a shot-noise\ncredit mode (this run: --credit none)")
     target = np.array([r["target_variance"] for r in records])
-    ax[1, 0].plot(s, 100 * np.array([r["credited_variance_mean"] for r in records]) / target)
-    ax[1, 0].set(title="credited share of σ²C² (%)", xlabel="step")
+    title = "credited share of σ²C² (%)"
+    if credit:
+        ax[1, 0].plot(s, 100 * np.array([r["credited_variance_mean"] for r in records]) / target)
+        ax[1, 0].set(title=title, xlabel="step")
+    else:
+        _not_collected(ax[1, 0], title, "no shot-noise credit mode (--credit none):\n"
+                       "nothing is credited")
     ax[1, 1].plot(s, [r["gradient_snr"] for r in records])
     ax[1, 1].set(title="gradient signal-to-noise ratio ‖ΣCLIP(g)‖/‖z‖", xlabel="step")
     ax[1, 2].plot(s, [r["epsilon"] for r in records], label="proven ε")
-    ax[1, 2].plot(s, [r["credited_epsilon"] for r in records], "--", label="credited ε")
+    if credit:
+        ax[1, 2].plot(s, [r["credited_epsilon"] for r in records], "--", label="credited ε")
     ax[1, 2].set(title="ε spent (nats)", xlabel="step")
     ax[1, 2].legend(fontsize=7)
     fig.suptitle("Diagnostics computed from the private batches: NOT protected")
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    return fig

@@ -83,6 +83,7 @@ from .._validation import (
     check_probability,
 )
 from ..exceptions import PrivacyBudgetExceededError, PrivacyWarning, SensitivityError
+from ..grad_sample import ignore_output_hook_warning
 from ..losses import BoundedLoss
 from ..privacy_engine import make_private
 from .plot import plot_audit
@@ -191,7 +192,8 @@ class _World:
             loss = self.loss_fn(model(x), y)
             if loss.ndim:
                 loss = loss.mean()
-            loss.backward()
+            with ignore_output_hook_warning():
+                loss.backward()
             opt.step()
         self.caught.extend(str(w.message) for w in caught)
         release = torch.cat([(w - p.detach()).reshape(-1).double()

@@ -23,7 +23,6 @@ that refuses with the conversion to use.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 
 import pennylane as qml
@@ -106,9 +105,3 @@ def _grad_sampler(layer, activations, backprops):
 def _refuse_pennylane_layer(layer, activations, backprops):
     del activations, backprops
     raise NotImplementedError(pennylane_layer_message(layer))
-
-
-# Opacus's per-example hooks on a TorchLayer whose inputs need no gradient make torch warn on
-# every backward pass; the hook does fire, with the gradients Opacus needs (tested).
-warnings.filterwarnings("ignore", message="Full backward hook is firing when gradients are "
-                        "computed with respect to module outputs", category=UserWarning)

@@ -606,10 +606,11 @@ class QShiftDPOptimizer(DPOptimizer):
             target_variance=(self.noise_multiplier * scale) ** 2,
             clip_norm=clip,
             clip_norms=[float(c) for _, c in self.clip_groups],
+            # None: no shot statistics are recorded without a credit mode (not a measured 0)
             shot_variance_estimate_mean=(float(credit.estimate.mean()) if credit is not None
-                                         else 0.0),
+                                         else None),
             shot_variance_lower_bound_mean=(float(credit.lower_bound.mean())
-                                            if credit is not None else 0.0),
+                                            if credit is not None else None),
         )
 
     def _update_clip_norm(self):

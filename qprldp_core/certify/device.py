@@ -5,12 +5,19 @@ PennyLane is imported only inside :func:`certify_device`: :mod:`qprldp_core` imp
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .._validation import check_epsilon, check_probability
-from ..channels import depolarizing, depolarizing_p_from_pennylane, local_depolarizing
+from ..channels import (
+    Channel,
+    depolarizing,
+    depolarizing_p_from_pennylane,
+    depolarizing_part,
+    local_depolarizing,
+)
 from .certificates import qldp_certificate, qprldp_certificate
 from .epsilon import qldp_epsilon, qprldp_epsilon
 from .statement import Certificate
@@ -41,6 +48,13 @@ class DeviceCertificate:
         epsilon_for_delta: for each distinct q, ``(q, qldp_epsilon, qprldp_epsilon)`` at
             ``delta`` (empty if ``delta`` is None).
         rule: the rule used for the floor, in words.
+        depolarizing_parts: for every other noise channel found (a ``QubitChannel`` of Kraus
+            operators, as :func:`pennylane.from_qiskit_noise` makes, an amplitude damping...):
+            ``(name, d, p)`` with p its depolarizing part
+            (:func:`~qprldp_core.channels.depolarizing_part`: the channel is
+            :math:`\mathcal D_p\circ\mathcal M`); its certificates in
+            ``channel_certificates`` (those of :math:`\mathcal D_p` on dimension d, for
+            p > 0) are proven upper bounds, not exact values.
     """
 
     source: str
@@ -54,6 +68,7 @@ class DeviceCertificate:
     delta: float | None = None
     epsilon_for_delta: tuple[tuple[float, float, float], ...] = ()
     rule: str = ""
+    depolarizing_parts: tuple[tuple[str, int, float], ...] = ()
 
 
 _FLOOR_RULE = (
@@ -63,7 +78,10 @@ _FLOOR_RULE = (
     "operation on other wires, so the circuit output is (⊗_i D_{p_i}) applied to some state, "
     "with 1 - p_i the product of (1 - 4q/3) over the DepolarizingChannel(q) on wire i. For a "
     "Pauli word P (eigenvalues ±1) on support S, <P> = prod_{i in S} (1 - p_i) <P'> with "
-    "|<P'>| <= 1, so Var = 1 - <P>^2 >= 1 - prod_{i in S} (1 - p_i)^2. Blocking: multi-qubit "
+    "|<P'>| <= 1, so Var = 1 - <P>^2 >= 1 - prod_{i in S} (1 - p_i)^2. Any other single-qubit "
+    "channel N counts with its depolarizing part p (N = D_p o M, the largest such p: d times "
+    "the smallest eigenvalue of its Choi matrix) and blocks unless it is unital. Blocking: "
+    "multi-qubit "
     "operations, non-unital channels, mid-circuit measurements and anything unrecognised. "
     "Non-Pauli-word observables get floor 0. The floor depends only on the circuit's structure, "
     "so it holds for every parameter value (e.g. all parameter-shifted circuits)."
@@ -86,6 +104,28 @@ def _is_unital_single_qubit(op, qml) -> bool:
     return False
 
 
+#: Largest dimension of a noise channel whose depolarizing part is computed (a Choi matrix of
+#: d² x d²: 256 x 256 at four qubits).
+_MAX_PART_DIM = 16
+
+
+def _channel_part(op, qml) -> tuple[str, int, float] | None:
+    """``(name, d, p)`` of a noise channel other than ``DepolarizingChannel``: p its
+    depolarizing part; ``None`` for anything that is not a channel of readable Kraus
+    operators on at most :data:`_MAX_PART_DIM` dimensions."""
+    if not isinstance(op, qml.operation.Channel) or type(op).__name__ == "DepolarizingChannel":
+        return None
+    d = 2 ** len(op.wires)
+    if d > _MAX_PART_DIM:
+        return None
+    try:
+        ks = [np.asarray(qml.math.toarray(k), dtype=np.complex128) for k in op.kraus_matrices()]
+        channel = Channel(ks)
+    except Exception:  # noqa: BLE001 - unreadable or not trace preserving: no part claimed
+        return None
+    return type(op).__name__, d, depolarizing_part(channel)
+
+
 def _final_noise(tape, qml) -> dict:
     """Per wire: effective contraction factor f_i = prod (1 - p) of the final noise segment."""
     factors = {w: 1.0 for w in tape.wires}
@@ -100,6 +140,9 @@ def _final_noise(tape, qml) -> dict:
                 q = float(qml.math.toarray(op.parameters[0]))
                 factors[w] *= 1.0 - depolarizing_p_from_pennylane(q)
                 continue
+            part = _channel_part(op, qml)
+            if part is not None:  # N = D_p o M: D_p acts last, so it counts even if M blocks
+                factors[w] *= 1.0 - part[2]
             if _is_unital_single_qubit(op, qml):
                 continue
         blocked.update(wires)
@@ -131,8 +174,9 @@ def _measurement_floor(mp, factors, qml) -> float | None:
     return max(0.0, (1.0 - prod) * (1.0 - 1e-12))
 
 
-def _noise_model_qs(nm, qml) -> list[float]:
-    qs = []
+def _noise_model_ops(nm, qml) -> list:
+    """The operations every noise function of ``nm`` queues (applied to ``Identity(0)``)."""
+    ops = []
     maps = list(nm.model_map.items()) + list(getattr(nm, "meas_map", {}).items())
     for _, fn in maps:
         with qml.queuing.AnnotatedQueue() as q:
@@ -140,10 +184,22 @@ def _noise_model_qs(nm, qml) -> list[float]:
                 fn(qml.Identity(0), **nm.metadata)
             except Exception:  # noqa: BLE001 - noise function needs a real op; skip
                 continue
-        for op in q.queue:
-            if type(op).__name__ == "DepolarizingChannel":
-                qs.append(float(qml.math.toarray(op.parameters[0])))
-    return qs
+        ops.extend(q.queue)
+    return ops
+
+
+def _part_certificates(name: str, d: int, p: float, eps: float) -> list[Certificate]:
+    """QLDP and QPrLDP upper bounds for a channel N = D_p o M (those of D_p on dimension d)."""
+    ch = depolarizing(p, d)
+    out = []
+    for cert in (qldp_certificate(ch, epsilon=eps), qprldp_certificate(ch, epsilon=eps)):
+        out.append(dataclasses.replace(
+            cert, side="upper_bound", exact=False, witness=None, delta_lower=None,
+            channel_description=(f"{name} on {d.bit_length() - 1} qubit(s), through its "
+                                 f"depolarizing part: N = D_p o M with p={p:.6g}, d={d}"),
+            reference=(f"derived here (docs/qprldp.md §3, 'The depolarizing part of a "
+                       f"channel'): N is at least as private as D_p; {cert.reference}")))
+    return out
 
 
 def certify_device(
@@ -159,7 +215,13 @@ def certify_device(
     Reads every ``qml.DepolarizingChannel(q)`` (converted to :math:`\mathcal D_p`, p = 4q/3),
     certifies each distinct single-qubit channel (QLDP and QPrLDP at ``epsilon``), the n-qubit
     product of the final noise layer when it covers every wire, and computes the variance floor
-    :math:`v_{\min}` used by the optimizer's ``depolarizing`` credit mode.
+    :math:`v_{\min}` used by the optimizer's ``depolarizing`` credit mode. Every other noise
+    channel (a ``QubitChannel`` of Kraus operators, as :func:`pennylane.from_qiskit_noise`
+    makes from a Qiskit noise model, amplitude damping, ...) counts through its *depolarizing
+    part* (:func:`~qprldp_core.channels.depolarizing_part`, derived here: the largest p with
+    :math:`\mathcal N = \mathcal D_p\circ\mathcal M`): its certificates are those of
+    :math:`\mathcal D_p`, as proven upper bounds, and a single-qubit one contributes
+    :math:`1 - p` to its wire's contraction.
 
     Variance floor (derived here). Rule: for each wire, walk backwards from the measurements
     over the operations acting on it after its last *blocking* operation (multi-qubit gates,
@@ -223,7 +285,7 @@ def certify_device(
     floors: list[tuple[str, float | None]] = []
     if isinstance(obj, qml.NoiseModel):
         source = "NoiseModel"
-        qs = _noise_model_qs(obj, qml)
+        ops = _noise_model_ops(obj, qml)
     else:
         if isinstance(obj, qml.QNode):
             source = "QNode"
@@ -236,13 +298,12 @@ def certify_device(
                 "`obj` must be a qml.QNode, a QuantumScript/tape or a qml.NoiseModel. "
                 f"Found {type(obj).__name__}."
             )
-        qs = [
-            float(qml.math.toarray(op.parameters[0]))
-            for op in tape.operations
-            if type(op).__name__ == "DepolarizingChannel"
-        ]
+        ops = list(tape.operations)
         factors = _final_noise(tape, qml)
         floors = [(repr(mp), _measurement_floor(mp, factors, qml)) for mp in tape.measurements]
+    qs = [float(qml.math.toarray(op.parameters[0])) for op in ops
+          if type(op).__name__ == "DepolarizingChannel"]
+    parts = [part for part in (_channel_part(op, qml) for op in ops) if part is not None]
     distinct = sorted(set(qs))
     certs: list[Certificate] = []
     eps_delta = []
@@ -251,6 +312,9 @@ def certify_device(
         certs += [qldp_certificate(ch, epsilon=eps), qprldp_certificate(ch, epsilon=eps)]
         if delta is not None:
             eps_delta.append((q, qldp_epsilon(ch, delta=delta), qprldp_epsilon(ch, delta=delta)))
+    for name, d, p in dict.fromkeys(parts):
+        if p > 0:
+            certs += _part_certificates(name, d, p, eps)
     final_p = {w: 1.0 - f for w, f in factors.items()}
     prod: list[Certificate] = []
     if final_p and all(p > 0 for p in final_p.values()):
@@ -278,4 +342,5 @@ def certify_device(
         delta=delta,
         epsilon_for_delta=tuple(eps_delta),
         rule=_FLOOR_RULE,
+        depolarizing_parts=tuple(dict.fromkeys(parts)),
     )

@@ -77,12 +77,14 @@ class Certificate:
             return self.delta <= 0.0
         return False
 
-    def _witness_text(self) -> str:
+    def _witness_text(self, where: str | None = None) -> str:
         if self.witness is None:
             return "none"
         d = int(np.shape(self.witness[0])[0])
         attains = "delta_lower" if self.side == "upper_bound" else "delta"
-        return f"available as `.witness` (ρ, σ) of shape {d}×{d}; the pair attains {attains}"
+        if where is None:
+            return f"available as `.witness` (ρ, σ) of shape {d}×{d}; the pair attains {attains}"
+        return f"a pair (ρ, σ) of {d}×{d} input states attains {attains} ({where})"
 
     def _side_text(self) -> str:
         side = self.side.replace("_", " ")
@@ -99,6 +101,18 @@ class Certificate:
         )
 
     def __str__(self) -> str:
+        return self.describe()
+
+    def describe(self, *, witness: str | None = None) -> str:
+        """The statement in words, as ``str(cert)``.
+
+        Args:
+            witness: where a reader finds the witness pair, for the ``witness`` line (default:
+                the attribute ``.witness``, for Python; a command line names a file).
+
+        Returns:
+            str: several lines.
+        """
         e, dl = f"{self.epsilon:.6g}", f"{self.delta:.6g}"
         if self.vacuous and self.side == "upper_bound":
             meaning = (
@@ -130,7 +144,7 @@ class Certificate:
             lines.append(f"  delta >=  : {self.delta_lower:.6g} (proven lower bound)")
         lines += [
             f"  statement : {meaning}",
-            f"  witness   : {self._witness_text()}",
+            f"  witness   : {self._witness_text(witness)}",
             f"  reference : {self.reference}",
         ]
         return "\n".join(lines)

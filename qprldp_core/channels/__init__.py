@@ -13,8 +13,10 @@ PennyLane's single-qubit ``qml.DepolarizingChannel(q)`` is :math:`\mathcal D_p` 
 
 Modules: :mod:`~qprldp_core.channels.channel` (the :class:`Channel` class and its adjoint),
 :mod:`~qprldp_core.channels.constructors` (depolarizing, local depolarizing, bit-flip, unitary and
-measure-and-prepare channels) and :mod:`~qprldp_core.channels.parameters` (the CPTP range of
-:math:`\mathcal D_p` and the PennyLane/toqito parameter converters).
+measure-and-prepare channels), :mod:`~qprldp_core.channels.parameters` (the CPTP range of
+:math:`\mathcal D_p` and the PennyLane/toqito parameter converters) and
+:mod:`~qprldp_core.channels.depolarizing_part` (the largest p with
+:math:`\mathcal N = \mathcal D_p \circ \mathcal M` for a channel :math:`\mathcal N`).
 """
 
 from .channel import Channel, HeisenbergMap
@@ -25,6 +27,7 @@ from .constructors import (
     measure_prepare_channel,
     unitary,
 )
+from .depolarizing_part import depolarizing_part
 from .parameters import (
     PARAM_ATOL,
     depolarizing_p_from_pennylane,
@@ -47,5 +50,6 @@ __all__ = [
     "depolarizing_p_from_toqito",
     "depolarizing_p_to_toqito",
     "depolarizing_p_max",
+    "depolarizing_part",
     "PARAM_ATOL",
 ]

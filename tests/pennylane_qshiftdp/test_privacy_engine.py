@@ -494,6 +494,28 @@ def test_credit_mode_warns_that_the_proven_epsilon_is_the_factor_times_the_targe
                         beta=1e-6, recorder=rec)
 
 
+@pytest.mark.parametrize("kwargs, message", [
+    ({"credit": "adaptive", "beta": 0.0}, "`beta` must be in (0, 1) for the adaptive"),
+    ({"credit": "isotropic", "beta": 1.5}, "`beta` must be in (0, 1) for the adaptive"),
+    ({"credit": "adaptive", "beta": 1e-6, "proven_epsilon_factor": 1.0},
+     "`proven_epsilon_factor` must be a finite number above 1"),
+])
+def test_credit_arguments_are_refused_before_the_credit_warning(kwargs, message):
+    """Issue 35: the credit mode's warning printed before the missing-β error; a refused call
+    now warns nothing."""
+    import re
+    import warnings
+
+    layer = _layer(shots=100)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with pytest.raises(ValueError, match=re.escape(message)):
+            qs.make_private(layer, torch.optim.SGD(layer.parameters(), lr=0.1),
+                            _loader(_data()), target_epsilon=2.0, target_delta=1e-5, epochs=1,
+                            recorder=qs.ShotRecorder(), **kwargs)
+    assert [str(w.message) for w in seen if issubclass(w.category, qs.PrivacyWarning)] == []
+
+
 def test_statement_voids_the_guarantee_after_steps_from_another_loader():
     layer = _layer()
     model, opt, loader = qs.make_private(

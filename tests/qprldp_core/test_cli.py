@@ -28,7 +28,43 @@ def test_certify_local_with_delta(capsys):
                  "--delta", "0.5"]) == 0
     out = capsys.readouterr().out
     assert "n=3" in out and "upper bound" in out and "delta >=" in out
-    assert out.count("smallest certified epsilon for delta=0.5") == 2
+    assert out.count("Smallest certified epsilon at delta = 0.5") == 1
+
+
+def test_certify_epsilons_share_one_precision_rounded_up(capsys):
+    """Issue 35: the two ε for a δ were printed as 5.20379 and 5.2038 (one value, it seemed).
+    Both now have six significant digits, trailing zeros kept, and are rounded up."""
+    from qprldp_core import local_depolarizing, qldp_epsilon, qprldp_epsilon
+
+    assert main(["certify", "--local", "--qubits", "3", "--p", "0.3", "--epsilon", "1",
+                 "--delta", "1e-5"]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    ch = local_depolarizing(0.3, 3)
+    e1, e2 = qldp_epsilon(ch, delta=1e-5), qprldp_epsilon(ch, delta=1e-5)
+    assert line == ("Smallest certified epsilon at delta = 1e-05 (nats, rounded up): "
+                    "QLDP 5.20379, QPrLDP 5.20381")
+    assert 5.20379 >= e1 > 5.20378 and 5.20381 >= e2 > 5.20380  # rounded up, not to nearest
+
+
+def test_certify_witness_is_a_file_on_the_command_line(capsys, tmp_path):
+    """The witness line names a file (--save-witness), not a Python attribute."""
+    import numpy as np
+
+    from qprldp_core import depolarizing, qldp_value
+
+    path = tmp_path / "w.npz"
+    assert main(["certify", "--p", "0.3", "--dim", "2", "--epsilon", "1", "--notion", "qldp",
+                 "--save-witness", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert ".witness" not in out
+    assert f"attains delta (rho_qldp, sigma_qldp in {path})" in out
+    saved = np.load(path)
+    delta = float(out.split("delta     : ")[1].split()[0])
+    value = qldp_value(depolarizing(0.3, 2), saved["rho_qldp"], saved["sigma_qldp"],
+                       epsilon=1.0)
+    assert value == pytest.approx(delta, abs=1e-6)
+    assert main(["certify", "--p", "0.3", "--dim", "2", "--epsilon", "1"]) == 0
+    assert "write it with --save-witness FILE.npz" in capsys.readouterr().out
 
 
 def test_certify_pennylane_parameter(capsys):

@@ -34,6 +34,7 @@ PUBLIC_NAMES = [
     "depolarizing_p_max",
     "depolarizing_p_to_pennylane",
     "depolarizing_p_to_toqito",
+    "depolarizing_part",
     "depolarizing_trace_distance_contraction",
     "estimate_contraction",
     "fidelity",

@@ -175,7 +175,8 @@ def test_cli_prints_the_resolved_settings(tmp_path, capsys):
     out = capsys.readouterr().out
     assert ("settings: --model neuron, --qubits 3, --layers 1, --lr 0.3, --epochs 1, "
             "--batch-size 64, --loss cross_entropy, --logit-scale 5.0, --max-grad-norm 1.0") in out
-    assert "13 features: each column scaled from its shipped default ranges" in out
+    statement = (tmp_path / "privacy_statement.txt").read_text(encoding="utf-8")
+    assert "13 features: each column scaled from its shipped default ranges" in statement
 
 
 def test_reported_settings_run_again_and_a_neuron_run_audits(tmp_path, capsys):

@@ -206,3 +206,69 @@ def test_tape_input_and_type_error():
     )
     with pytest.raises(TypeError, match=re.escape(msg)):
         certify_device(3, epsilon=1.0)
+
+
+# -- noise channels other than DepolarizingChannel: their depolarizing part --------------------
+def _kraus_of(channel):
+    return [np.asarray(k) for k in channel.kraus]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_general_noise_counts_its_depolarizing_part_against_simulation(seed):
+    """A QubitChannel N = D_p o M (M a random channel: unital or not) at the end of a wire
+    counts with its depolarizing part; the floor holds in density-matrix simulation."""
+    from qprldp_core import Channel, depolarizing_part, random_channel
+
+    rng = np.random.default_rng(seed)
+    p = float(rng.uniform(0.05, 0.6))
+    inner = random_channel(2, seed=rng)
+    noise = [a @ b for a in depolarizing(p, 2).kraus for b in inner.kraus]
+    part = depolarizing_part(Channel(noise))
+    dev = qml.device("default.mixed", wires=2)
+
+    @qml.qnode(dev)
+    def ev(x):
+        qml.RY(x[0], wires=0)
+        qml.CNOT(wires=[0, 1])
+        qml.RX(x[1], wires=1)
+        qml.QubitChannel(noise, wires=1)
+        qml.Hadamard(wires=1)
+        return qml.expval(qml.PauliZ(1))
+
+    dc = certify_device(ev, epsilon=1.0, args=(np.zeros(2),))
+    assert dc.final_noise_p[1] == pytest.approx(part, abs=1e-12) and part >= p - 1e-9
+    assert dc.depolarizing_parts == (("QubitChannel", 2, part),)
+    assert dc.variance_floor == pytest.approx(1 - (1 - part) ** 2, abs=1e-9)
+    for _ in range(6):
+        x = rng.uniform(-np.pi, np.pi, size=2)
+        assert 1 - float(ev(x)) ** 2 >= dc.variance_floor - 1e-10
+    # its certificates are D_p's, as proven upper bounds (never "exact" for N)
+    qldp, qprldp = dc.channel_certificates
+    assert qldp.side == qprldp.side == "upper_bound" and qldp.witness is None
+    assert qldp.delta == pytest.approx(qldp_certificate(depolarizing(part, 2),
+                                                       epsilon=1.0).delta)
+    assert "depolarizing part" in qldp.channel_description
+
+
+def test_a_non_unital_channel_counts_its_part_then_blocks():
+    """N = D_p o AmplitudeDamping after a DepolarizingChannel: only N's part counts (the
+    amplitude damping inside it does not commute with the earlier noise)."""
+    damping = [np.array([[1, 0], [0, np.sqrt(0.7)]]), np.array([[0, np.sqrt(0.3)], [0, 0]])]
+    noise = [a @ b for a in depolarizing(0.2, 2).kraus for b in damping]
+    tape = qml.tape.QuantumScript(
+        [qml.RX(0.3, 0), qml.DepolarizingChannel(0.3, wires=0), qml.QubitChannel(noise, 0)],
+        [qml.expval(qml.PauliZ(0))])
+    dc = certify_device(tape, epsilon=1.0)
+    assert dc.final_noise_p[0] == pytest.approx(0.2, abs=1e-9)  # not 1 - 0.8 * 0.6
+
+
+def test_a_qiskit_style_noise_model_is_read_through_its_channels():
+    """A NoiseModel of QubitChannels (what qml.from_qiskit_noise makes of depolarizing_error)
+    is certified through their depolarizing parts."""
+    noise = [np.asarray(k) for k in depolarizing(0.05, 2).kraus]
+    model = qml.NoiseModel({qml.noise.op_in(["RX", "RY"]): qml.noise.partial_wires(
+        qml.QubitChannel, noise)})
+    dc = certify_device(model, epsilon=1.0, delta=1e-5)
+    assert [(n, d) for n, d, _ in dc.depolarizing_parts] == [("QubitChannel", 2)]
+    assert dc.depolarizing_parts[0][2] == pytest.approx(0.05, abs=1e-9)
+    assert [c.notion for c in dc.channel_certificates] == ["QLDP", "QPrLDP"]
