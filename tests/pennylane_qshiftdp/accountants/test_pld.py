@@ -219,3 +219,20 @@ def test_adaptive_clipping_is_one_gaussian_of_multiplier_sigma_under_pld():
     assert combined == pytest.approx(opt.noise_multiplier, rel=1e-12)
     assert opt.ledger.epsilon == pytest.approx(_dp_accounting([(combined, 0.05, 20)]),
                                                rel=1e-6)
+
+
+def test_beyond_the_step_limit_the_rdp_bound_is_returned():
+    """More than PLD_MAX_STEPS steps: the RDP ε of the same history (an upper bound too), at
+    once; at the limit itself the PLD (never above RDP)."""
+    from pennylane_qshiftdp.accountants.composition import epsilon_from_history
+    from pennylane_qshiftdp.accountants.pld import PLD_MAX_STEPS, pld_epsilon
+
+    long = [(18240.0, 1 / 9, 900_000_000)]
+    assert pld_epsilon(long, delta=1e-5) == epsilon_from_history(long, delta=1e-5,
+                                                                  accountant="rdp")
+    split = [(500.0, 0.01, PLD_MAX_STEPS // 2), (400.0, 0.01, PLD_MAX_STEPS // 2 + 1)]
+    assert pld_epsilon(split, delta=1e-5) == epsilon_from_history(split, delta=1e-5,
+                                                                   accountant="rdp")
+    at_limit = [(500.0, 0.01, PLD_MAX_STEPS)]
+    assert pld_epsilon(at_limit, delta=1e-5) <= epsilon_from_history(at_limit, delta=1e-5,
+                                                                      accountant="rdp")
