@@ -16,7 +16,7 @@ __all__ = ["format_epsilon", "summary_line"]
 
 #: Accountant names as printed (the keys of ``calibration.ACCOUNTANTS``; unknown ones verbatim).
 _ACCOUNTANTS = {"rdp": "Opacus RDP accountant", "prv": "Opacus PRV accountant",
-                "pld": "PLD accountant"}
+                "pld": "dp-accounting PLD accountant"}
 
 _ADJACENCY = {"add_remove": "add/remove-one adjacency", "replace_one": "replace-one adjacency"}
 
