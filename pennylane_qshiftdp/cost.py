@@ -42,6 +42,7 @@ from .accountants.calibration import epochs_to_steps
 from .data_loader import private_dataset
 from .model_checks import preserved_shot_rngs
 from .qnn.circuit_count import LayerCost, counting_layers, layer_cost
+from .qnn.evaluation import prepared_batch
 
 __all__ = ["COST_KEYS", "CostEstimate", "CostMeter", "LayerPlan", "estimate_cost",
            "plan_layers"]
@@ -62,6 +63,7 @@ class LayerPlan:
             model folds extra dimensions into the batch).
         input_grad: whether gradients flow to the layer's inputs.
         cost: the layer's :class:`~pennylane_qshiftdp.qnn.circuit_count.LayerCost`.
+        n_inputs: the layer's input features per row.
         layer: the layer itself.
     """
 
@@ -69,6 +71,7 @@ class LayerPlan:
     rows_per_example: float
     input_grad: bool
     cost: LayerCost
+    n_inputs: int = 0
     layer: torch.nn.Module | None = dataclasses.field(repr=False, compare=False,
                                                       default=None)
 
@@ -167,15 +170,22 @@ def plan_layers(module: torch.nn.Module, example: torch.Tensor) -> tuple[LayerPl
 
     return tuple(LayerPlan(name_of(c.layer), c.rows / 2.0, c.input_grad,
                            layer_cost(c.layer, n_inputs=c.n_inputs, input_grad=c.input_grad),
-                           c.layer)
+                           c.n_inputs, c.layer)
                  for c in calls)
 
 
-def _probe_seconds(module, example, rows: int) -> float:
-    """Wall time of one forward and backward pass of ``rows`` synthetic examples."""
+def _probe_seconds(module, example, rows: int, plans) -> float:
+    """Wall time of one forward and backward pass of ``rows`` synthetic examples, after the
+    layers' expanded circuits for that batch shape are built (nothing runs then: what the
+    first step of a run builds once, a step of the run does not repeat)."""
     x = torch.zeros((rows, *torch.as_tensor(example).shape),
                     dtype=torch.as_tensor(example).dtype)
     params = [p for p in module.parameters() if p.requires_grad]
+    for plan in plans:
+        if plan.layer is not None:
+            prepared_batch(plan.layer, torch.zeros(round(rows * plan.rows_per_example),
+                                                   plan.n_inputs, dtype=torch.float64),
+                           plan.input_grad)
     with _quiet(module, evaluate=True), torch.enable_grad():
         start = time.perf_counter()
         out = module(x)
@@ -248,12 +258,18 @@ def estimate_cost(module: torch.nn.Module, data_loader: torch.utils.data.DataLoa
         batches += plan.cost.device_batches
     seconds = None
     if probe:
-        seconds = _probe_seconds(module, example, max(1, round(expected)))
+        seconds = _probe_seconds(module, example, max(1, round(expected)), plans)
     return CostEstimate(
-        circuits_per_step=circuits, shots_per_step=shots, device_batches_per_step=batches,
-        steps=steps, total_circuits=circuits * steps, total_shots=shots * steps,
+        circuits_per_step=_tidy(circuits), shots_per_step=_tidy(shots),
+        device_batches_per_step=batches, steps=steps, total_circuits=_tidy(circuits * steps),
+        total_shots=_tidy(shots * steps),
         seconds_per_step=seconds, total_seconds=None if seconds is None else seconds * steps,
         expected_batch_size=expected, sample_rate=q, layers=plans)
+
+
+def _tidy(value: float) -> float:
+    """``value`` rounded to 6 decimals (``qN`` times a count: 1197.0, not 1196.9999999999998)."""
+    return round(float(value), 6)
 
 
 class CostMeter:
