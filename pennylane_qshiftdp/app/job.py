@@ -87,11 +87,11 @@ class TrainResult:
 
 
 #: From this many qubits on, ``device="auto"`` picks lightning.qubit for exact-law sampling (the
-#: job's default with shots) and analytic training: never, within ``MAX_QUBITS``. Measured
-#: (benchmarks/RESULTS.md §12, idle, batch 54, 2 layers, exact-law step after a warm-up step):
-#: default.qubit, whose shifted circuits are suffix evolutions on the batched kernels, 0.78 s
-#: against lightning.qubit's 2.91 s at 12 qubits, 2.43 s against 4.20 s at 13, 4.44 s against
-#: 4.81 s at 14.
+#: job's default with shots) and analytic training: never, within ``MAX_QUBITS``. Both
+#: devices' exact-law and analytic circuits run on the same batched state-vector kernels
+#: (``sampling.exact_law.simulates_with_kernels``), so lightning gains nothing there
+#: (benchmarks/RESULTS.md §12: its exact-law step 0.98 and 1.00 times default.qubit's at 4 and 8
+#: qubits, alternated).
 LIGHTNING_QUBITS = 15
 
 #: The same crossover with the device's own sampling (``shot_sampling="device"``), where

@@ -252,8 +252,8 @@ class QuantumClassifier(_Predictions, torch.nn.Module):
     Args:
         n_qubits: number of qubits and input features.
         layers: number of entangling layers.
-        device, shots, seed, recorder, depolarizing, device_options: as in
-            :func:`make_qnode`.
+        device, shots, seed, recorder, depolarizing: as in :func:`make_qnode`.
+        device_options: as in :func:`make_qnode`.
         init_scale: standard deviation of the near-identity weight initialisation.
         init_seed: seed of the weight initialisation.
         n_classes: number of classes :math:`K`, from 2 to :math:`2n - 1`.
@@ -349,8 +349,9 @@ class HybridClassifier(QuantumClassifier):
     :class:`QuantumClassifier` on the angles :math:`\pi\,\mathrm{sigmoid}(x)`.
 
     Args:
-        n_qubits, layers, device, shots, seed, recorder, init_scale, init_seed, depolarizing,
-            device_options: as in :class:`QuantumClassifier`.
+        n_qubits, layers, device, shots, seed, recorder, init_scale, init_seed: as in
+            :class:`QuantumClassifier`.
+        depolarizing, device_options: as in :class:`QuantumClassifier`.
         n_features: number of input features (default ``n_qubits``).
         n_classes: as in :class:`QuantumClassifier`; the output layer is
             ``Linear(n_outputs, n_outputs)``, initialised as the identity.
@@ -455,8 +456,8 @@ class QuantumNeuronClassifier(_Predictions, torch.nn.Module):
     Args:
         n_features: number of input features :math:`d \ge 1`.
         n_classes: number of classes :math:`K \ge 2`.
-        device: a PennyLane device name. shots, seed, recorder, device_options: as in
-            :func:`make_qnode`.
+        device: a PennyLane device name.
+        shots, seed, recorder, device_options: as in :func:`make_qnode`.
         init_scale: standard deviation of the noise on the rotation angles (≥ 0).
         init_seed: seed of that noise.
 
