@@ -52,6 +52,7 @@ def test_bench_transform(tmp_path):
     assert {"median_ratio", "tapes_per_gradient", "circuits_executed"} <= set(data["rows"][0])
 
 
+@pytest.mark.slow
 def test_bench_transform_step_alternative(tmp_path):
     """The step comparison with the alternative, the numpy limit (in its own process, one
     thread) and the lightning.qubit exact-law step, each timed once per round."""

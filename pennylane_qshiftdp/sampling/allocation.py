@@ -26,10 +26,16 @@ the QNode's own shots.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+import pennylane as qml
 from numpy.typing import ArrayLike
 
 from ..gradients.parameter_shift import param_shift
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["set_shot_budget", "set_step_shot_budget", "shot_budget", "split_shots"]
 
@@ -97,7 +103,8 @@ def _check_budget(shots_per_example) -> int | None:
     return int(shots_per_example)
 
 
-def set_shot_budget(target, shots_per_example: int | None) -> list:
+def set_shot_budget(target: qml.QNode | torch.nn.Module,
+                    shots_per_example: int | None) -> list[qml.QNode]:
     r"""Give every example's shifted circuits ``shots_per_example`` shots in all, split
     ∝ |shift coefficient| (:func:`split_shots`); ``None`` gives each the QNode's shots again.
 
@@ -145,7 +152,7 @@ def set_shot_budget(target, shots_per_example: int | None) -> list:
     return qnodes
 
 
-def shot_budget(qnode) -> int | None:
+def shot_budget(qnode: qml.QNode) -> int | None:
     """The per-example shot budget of ``qnode``'s shifted circuits, or ``None`` (each has the
     QNode's shots).
 
@@ -156,7 +163,8 @@ def shot_budget(qnode) -> int | None:
     return getattr(qnode, _BUDGET_ATTR, None)
 
 
-def set_step_shot_budget(target, shots_per_step: int, *, expected_batch_size: float) -> int:
+def set_step_shot_budget(target: qml.QNode | torch.nn.Module, shots_per_step: int, *,
+                         expected_batch_size: float) -> int:
     r"""Split a per-step budget of the shifted circuits' shots over the expected batch.
 
     Each of the :math:`L` quantum layers of ``target`` gets
