@@ -194,3 +194,25 @@ def test_qiskit_aer_counts_and_one_job_per_shot_count(budget):
         cost.circuits(2), cost.shots(2), cost.device_batches)
     assert totals["batches"] == (1 if budget is None else 2)  # forward 50, shifted 30 shots
     assert totals["batch_len"] == cost.circuits(2) == 2 * (1 + 2 * 4)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("braket") is None
+                    or importlib.util.find_spec("braket.pennylane_plugin") is None,
+                    reason="amazon-braket-pennylane-plugin is not installed (not in the test "
+                    "extra: it pins cloudpickle 2.2.1 against scikit-learn's joblib)")
+def test_braket_local_simulator_counts_and_one_task_batch_per_step():
+    dev = qml.device("braket.local.qubit", wires=1)
+
+    @qml.set_shots(shots=40)
+    @qml.qnode(dev, diff_method=qs.param_shift)
+    def circuit(inputs, weights):
+        qml.RY(inputs[..., 0], wires=0)
+        qml.Rot(weights[0], weights[1], weights[2], wires=0)
+        return qml.expval(qml.Z(0))
+
+    model = torch.nn.Sequential(torch.nn.Linear(3, 1).double(),
+                                TorchLayer(circuit, {"weights": (3,)}))
+    cost = _planned(model)
+    totals = _measured(model, dev, 2)
+    assert (totals["executions"], totals["shots"], totals["batches"]) == (
+        cost.circuits(2), cost.shots(2), 1)
