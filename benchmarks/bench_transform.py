@@ -24,6 +24,11 @@ shots. The three are alternated in one process. Default: 2 layers, batch 54, Ns 
 default.qubit and lightning.qubit at 4, 8, 10 and 12 qubits; 5 repeats at 4 qubits, 3 at 8, 2 at
 10 and 1 at 12 (no warm-up step from 10 qubits on). It prints a Markdown table (also stored in
 the JSON) and the qubit count from which lightning.qubit is faster than default.qubit.
+With ``--alternative`` the default.qubit rows add the private step with ``shots=None``, the
+Opacus + backprop alternative, the same exact-law step on lightning.qubit, and the numpy limit,
+the last in its own process with one BLAS thread (``_NumpyLimitWorker``), all alternated in the
+same rounds; each row records the load average (``uptime``) before and after it. ``--step``
+pins torch to one intra-op thread (``--torch-threads``) unless told otherwise.
 
 Results: ``benchmarks/results/bench_transform.json`` (issue #2 default),
 ``bench_transform_sweep.json`` (issue #5 sweep), ``bench_transform_step.json`` (issue #12),
@@ -314,42 +319,124 @@ def _numpy_limit_step_fn(n_qubits, layers, shots, x, y, seed):
     return step
 
 
+def _step_batch(n_qubits, batch, seed):
+    """The fixed batch ``(x, y)`` every step of a configuration uses."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.rand(batch, n_qubits, generator=gen, dtype=torch.float64) * np.pi
+    y = torch.where(torch.rand(batch, generator=gen) > 0.5, 1.0, -1.0).double()
+    return x, y
+
+
+# The numpy-limit step in its own interpreter, its BLAS and OpenMP pools pinned to one thread
+# (the limit is a one-thread computation): in the parent process, OpenBLAS's threads kept
+# spinning after each call and, on two busy cores, slowed the step timed next (the Opacus +
+# backprop alternative: 0.03-0.08 s became 0.28-0.40 s per step at 4 qubits). The worker times
+# one step per line "step" on its stdin, so the rounds stay alternated with the other steps.
+_NUMPY_LIMIT_WORKER = r"""
+import json, os, sys, time
+sys.path.insert(0, sys.argv[2])
+from threadpoolctl import threadpool_limits
+threadpool_limits(1)
+import bench_transform as bt
+bt._import_heavy()
+n_qubits, layers, shots, batch, seed = json.loads(sys.argv[1])
+x, y = bt._step_batch(n_qubits, batch, seed)
+step = bt._numpy_limit_step_fn(n_qubits, layers, shots, x, y, seed)
+print("READY", flush=True)
+for line in sys.stdin:
+    if line.strip() != "step":
+        break
+    t = time.perf_counter(); step(); print(time.perf_counter() - t, flush=True)
+"""
+
+# Environment of the worker: one thread for every pool, set before numpy is imported.
+_ONE_THREAD = {k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                                "NUMEXPR_NUM_THREADS")}
+
+
+class _NumpyLimitWorker:
+    """``_numpy_limit_step_fn`` in a subprocess; calling it runs and times one step there."""
+
+    def __init__(self, n_qubits, layers, shots, batch, seed):
+        import os
+        import subprocess
+
+        here = Path(__file__).resolve().parent
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _NUMPY_LIMIT_WORKER,
+             json.dumps([n_qubits, layers, shots, batch, seed]), str(here)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            env=dict(os.environ, **_ONE_THREAD), cwd=str(here.parent))
+        if self.proc.stdout.readline().strip() != "READY":
+            raise RuntimeError("the numpy-limit worker did not start")
+
+    def __call__(self) -> float:
+        self.proc.stdin.write("step\n")
+        self.proc.stdin.flush()
+        return float(self.proc.stdout.readline())
+
+    def close(self) -> None:
+        self.proc.stdin.write("quit\n")
+        self.proc.stdin.flush()
+        self.proc.wait(timeout=60)
+
+
+def _load_average() -> list:
+    """The 1-, 5- and 15-minute load averages (``uptime``'s), rounded."""
+    import os
+
+    return [round(v, 2) for v in os.getloadavg()]
+
+
 def run_step_config(devname, n_qubits, layers, shots, batch, repeats, seed=0,
                     alternative=False):
     """Median seconds of the steps, alternated ``repeats`` times in this process.
 
     With ``alternative`` (default.qubit only): also the private step with ``shots=None``
-    (the adjoint route) and the Opacus + backprop alternative (:func:`_opacus_backprop_step_fn`).
+    (the adjoint route), the Opacus + backprop alternative (:func:`_opacus_backprop_step_fn`),
+    the private exact-law step on lightning.qubit, and the numpy limit (in its own process,
+    one thread: :class:`_NumpyLimitWorker`), every one timed once per round.
     """
-    gen = torch.Generator().manual_seed(seed)
-    x = torch.rand(batch, n_qubits, generator=gen, dtype=torch.float64) * np.pi
-    y = torch.where(torch.rand(batch, generator=gen) > 0.5, 1.0, -1.0).double()
+    x, y = _step_batch(n_qubits, batch, seed)
+    load_before = _load_average()
     steps = {
         "param_shift": _param_shift_step_fn(devname, n_qubits, layers, shots, x, y, seed),
         "private_device": _private_step_fn(devname, n_qubits, layers, shots, x, y, seed, False),
         "private_exact_law": _private_step_fn(devname, n_qubits, layers, shots, x, y, seed,
                                               True),
     }
+    worker = None
     if alternative:
         steps["private_analytic"] = _private_step_fn(devname, n_qubits, layers, None, x, y,
                                                      seed, False)
         steps["opacus_backprop"] = _opacus_backprop_step_fn(n_qubits, layers, x, y, seed)
-        steps["numpy_limit"] = _numpy_limit_step_fn(n_qubits, layers, shots, x, y, seed)
+        steps["lightning_exact_law"] = _private_step_fn("lightning.qubit", n_qubits, layers,
+                                                        shots, x, y, seed, True)
+        worker = _NumpyLimitWorker(n_qubits, layers, shots, batch, seed)
     if n_qubits < _NO_WARMUP_QUBITS:
         for step in steps.values():
             step()
+        if worker is not None:
+            worker()
     times = {k: [] for k in steps}
+    if worker is not None:
+        times["numpy_limit"] = []
     for _ in range(repeats):
         for name, step in steps.items():
             start = time.perf_counter()
             step()
             times[name].append(time.perf_counter() - start)
+        if worker is not None:
+            times["numpy_limit"].append(worker())
         print(f"  {devname} {n_qubits}q: " + ", ".join(f"{k} {v[-1]:.3g} s"
                                                        for k, v in times.items()), flush=True)
+    if worker is not None:
+        worker.close()
     med = {k: statistics.median(v) for k, v in times.items()}
     row = {
         "device": devname, "qubits": n_qubits, "layers": layers, "shots": shots,
         "batch": batch, "repeats": repeats, "times_s": times,
+        "load_average": [load_before, _load_average()],
         "param_shift_s": med["param_shift"],
         "private_device_s": med["private_device"],
         "private_exact_law_s": med["private_exact_law"],
@@ -364,6 +451,11 @@ def run_step_config(devname, n_qubits, layers, shots, batch, repeats, seed=0,
                                           strict=True)]
         to_numpy = [p / n for p, n in zip(times["private_exact_law"], times["numpy_limit"],
                                           strict=True)]
+        lightning = [lt / d for lt, d in zip(times["lightning_exact_law"],
+                                             times["private_exact_law"], strict=True)]
+        row.update(lightning_exact_law_s=med["lightning_exact_law"],
+                   lightning_over_exact_law=statistics.median(lightning),
+                   lightning_over_exact_law_range=[min(lightning), max(lightning)])
         row.update(private_analytic_s=med["private_analytic"],
                    opacus_backprop_s=med["opacus_backprop"],
                    numpy_limit_s=med["numpy_limit"],
@@ -391,8 +483,9 @@ STEP_COLUMNS = ["device", "qubits", "batch", "shots", "repeats", "param_shift_s"
                 "exact_law_over_param_shift", "exact_law_speedup"]
 #: Columns of ``--step --alternative`` (default.qubit rows).
 ALTERNATIVE_COLUMNS = ["private_analytic_s", "opacus_backprop_s", "numpy_limit_s",
-                       "backprop_over_exact_law", "backprop_over_analytic",
-                       "exact_law_over_numpy"]
+                       "lightning_exact_law_s", "backprop_over_exact_law",
+                       "backprop_over_analytic", "exact_law_over_numpy",
+                       "lightning_over_exact_law"]
 
 
 # A private step of an older version of the library (issue #12's "today's library"): its
@@ -498,14 +591,30 @@ def run_versus(args):
 
 
 def run_step(args):
+    """``--step``: one private step against one non-private step (module docstring)."""
+    previous = torch.get_num_threads()
+    if args.torch_threads:
+        # torch's intra-op pool: on a shared machine whose cores are busy its threads wait
+        # for each other (the Opacus + backprop alternative at 4 qubits, alternated: 0.05 s
+        # per step with one thread, 0.10-0.40 s with two at a load average of 2.5)
+        torch.set_num_threads(args.torch_threads)
+    try:
+        return _run_step(args)
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _run_step(args):
     qubits = args.qubits or ([4] if args.quick else [4, 8, 10, 12])
     rows = []
     for q in qubits:
         repeats = args.repeats or (2 if args.quick else _STEP_REPEATS.get(q, 1))
         for d in args.devices:
-            rows.append(run_step_config(d, q, args.layers, args.shots[0], args.batch or 54,
-                                        repeats, alternative=args.alternative
-                                        and d == "default.qubit"))
+            row = run_step_config(d, q, args.layers, args.shots[0], args.batch or 54,
+                                  repeats, alternative=args.alternative
+                                  and d == "default.qubit")
+            row["torch_threads"] = torch.get_num_threads()
+            rows.append(row)
     columns = STEP_COLUMNS + ([c for c in ALTERNATIVE_COLUMNS if any(c in r for r in rows)])
     md = table(rows, columns)
     cross = {c: crossover(rows, c) for c in ("param_shift_s", "private_device_s",
@@ -567,6 +676,9 @@ def main(argv=None):
                         "library (e.g. `git worktree add /tmp/old 2c3b0c6`) against today's "
                         "exact-law step, each in its own interpreter, alternated")
     p.add_argument("--versus-label", default=None, help="name of the older version (a commit)")
+    p.add_argument("--torch-threads", type=int, default=1,
+                   help="--step: torch's intra-op threads (default 1; 0 keeps torch's own "
+                   "choice): on a busy shared machine a two-thread pool waits for busy cores")
     p.add_argument("--rounds", type=int, default=3,
                    help="alternations with --versus below 10 qubits (from 10 on: one round of "
                    "one step)")

@@ -395,6 +395,17 @@ def section_step(out, lines):
                  f"against one non-private step with PennyLane's `diff_method=\"parameter-shift\"` "
                  f"on the same device, alternated in one process; seconds are medians, batch "
                  f"{data['rows'][0]['batch']}, Ns = {data['rows'][0]['shots']}, 2 layers.\n")
+    loads = [v for r in data["rows"] for pair in r.get("load_average", []) for v in pair[:1]]
+    if loads:
+        lines.append(f"Measured on this project's shared 2-core machine while other work ran: "
+                     f"the 1-minute load average (`uptime`) was {min(loads):.1f} to "
+                     f"{max(loads):.1f} over the configurations (2.0 keeps both cores busy), "
+                     f"so single steps vary by tens of percent; the ratios below are taken "
+                     f"within each round, whose steps share the load. torch ran one intra-op "
+                     f"thread (`--torch-threads 1`): with its default two, its threads wait "
+                     f"for busy cores, and the Opacus + backprop alternative took 0.10–0.40 s "
+                     f"per step at 4 qubits against 0.05 s with one (alternated, load average "
+                     f"2.5).\n")
     lines.append(data["markdown"] + "\n")
     if any("opacus_backprop_s" in r for r in data["rows"]):
         lines.append(
@@ -414,7 +425,16 @@ def section_step(out, lines):
             "no PennyLane, torch or Opacus; one thread, no light cone), and "
             "`exact_law_over_numpy` the private exact-law step's time over it (below 1 from 8 "
             "qubits: the private step drops the gates outside the readout's light cone and "
-            "splits its rows between two threads).\n")
+            "splits its rows between two threads). The numpy limit runs in its own process "
+            "with its BLAS and OpenMP pools pinned to one thread (`threadpoolctl`), one step "
+            "per round: run in the same process its BLAS threads kept spinning after each call "
+            "and slowed the step timed next (the alternative's 0.03–0.08 s became 0.28–0.40 s "
+            "at 4 qubits). `lightning_exact_law_s` is the same private exact-law step on "
+            "lightning.qubit, alternated in the same rounds, and `lightning_over_exact_law` its "
+            "time over default.qubit's: lightning.qubit's exact-law draws and analytic "
+            "circuits are simulated by the same state-vector kernels (its own execution of "
+            "every broadcast-expanded circuit was 20 times slower), its own sampling is kept "
+            "for `--shot-sampling device` (the lightning rows' `private_device_s`).\n")
         spread = [{"qubits": r["qubits"], "rounds": r["repeats"],
                    "backprop / exact-law step": f"{r['backprop_over_exact_law']:.2f} "
                    f"[{r['backprop_over_exact_law_range'][0]:.2f}, "
@@ -426,23 +446,31 @@ def section_step(out, lines):
                        f"{r['exact_law_over_numpy']:.2f} "
                        f"[{r['exact_law_over_numpy_range'][0]:.2f}, "
                        f"{r['exact_law_over_numpy_range'][1]:.2f}]"
-                       if "exact_law_over_numpy_range" in r else "–")}
+                       if "exact_law_over_numpy_range" in r else "–"),
+                   "lightning.qubit / default.qubit exact-law step": (
+                       f"{r['lightning_over_exact_law']:.2f} "
+                       f"[{r['lightning_over_exact_law_range'][0]:.2f}, "
+                       f"{r['lightning_over_exact_law_range'][1]:.2f}]"
+                       if "lightning_over_exact_law_range" in r else "–")}
                   for r in data["rows"] if "backprop_over_analytic_range" in r]
         if spread:
             lines.append("Per-round ratios, median [min, max] over the alternated rounds:\n")
             lines.append(table(spread, ["qubits", "rounds", "backprop / exact-law step",
-                                        "backprop / analytic step", "exact-law step / numpy"])
+                                        "backprop / analytic step", "exact-law step / numpy",
+                                        "lightning.qubit / default.qubit exact-law step"])
                          + "\n")
     cross = data.get("crossover_qubits", {})
     if cross:
         lines.append("lightning.qubit is faster than default.qubit from "
                      + ", ".join(f"{q} qubits ({k.removesuffix('_s').replace('_', ' ')})"
-                                 for k, q in cross.items() if q is not None)
-                     + "; `device=\"auto\"` keeps default.qubit with exact-law draws at "
-                     "every size the job accepts (`app.job.LIGHTNING_QUBITS`; one step after a "
-                     "warm-up step: 2.43 s against lightning's 4.20 s at 13 qubits, 4.44 s "
-                     "against 4.81 s at 14) and switches at 10 with the device's own sampling "
-                     "(`app.job.LIGHTNING_QUBITS_DEVICE_SAMPLING`).\n")
+                                 for k, q in cross.items()
+                                 if q is not None and k != "private_exact_law_s")
+                     + "; with exact-law draws both devices' circuits run on the same "
+                     "state-vector kernels, so their steps are equal up to the machine's noise "
+                     "(the per-round ratios above). `device=\"auto\"` keeps default.qubit "
+                     "with exact-law draws at every size the job accepts "
+                     "(`app.job.LIGHTNING_QUBITS`) and switches at 10 qubits with the device's "
+                     "own sampling (`app.job.LIGHTNING_QUBITS_DEVICE_SAMPLING`).\n")
     _img(lines, "bench_transform_step", mode)
     versus, _ = _load(out, "bench_transform_versus")
     if versus is not None:

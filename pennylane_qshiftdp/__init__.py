@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the static view (type checkers, the API docs); at run time:
     from .app.data import Dataset, load_dataset
     from .app.job import TrainConfig, TrainResult, train
     from .app.models import HybridClassifier, QuantumClassifier, make_qnode, readout_observables
+    from .cost import CostEstimate, estimate_cost
     from .credit.shot_noise import CREDIT_MODES, confidence_multiplier, shot_noise_credit
     from .exceptions import (
         PrivacyBudgetExceededError,
@@ -52,6 +53,7 @@ _LIBRARY = {
     "calibrate_noise_multiplier": "accountants.calibration",
     "compute_epsilon": "accountants.calibration", "plan_shots": "accountants.calibration",
     "make_private": "privacy_engine",
+    "CostEstimate": "cost", "estimate_cost": "cost",
     "PrivacyBudgetExceededError": "exceptions", "PrivacyWarning": "exceptions",
     "SensitivityError": "exceptions", "UnsupportedMeasurementError": "exceptions",
     "CREDIT_MODES": "credit.shot_noise", "confidence_multiplier": "credit.shot_noise",
@@ -106,6 +108,7 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "CREDIT_MODES",
+    "CostEstimate",
     "Dataset",
     "PrivacyLedger",
     "HybridClassifier",
@@ -116,6 +119,7 @@ __all__ = [
     "TrainResult",
     "calibrate_noise_multiplier",
     "domain_gradient_bound",
+    "estimate_cost",
     "plan_shots",
     "qnn",
     "sampling",

@@ -37,7 +37,7 @@ import torch
 from numpy.typing import ArrayLike
 from opacus import GradSampleModule
 
-from . import qnn
+from . import _compat, qnn
 from ._validation import (
     check_beta,
     check_choice,
@@ -347,6 +347,13 @@ def _check_credit(model: _Model, sens, *, credit, max_grad_norm, variance_floor)
                                   f"classical parameters.")
     if credit in ("adaptive", "isotropic") and not model.layers[0].qnode.shots:
         raise ValueError(f"credit={credit!r} needs finite shots; the QNode has shots=None.")
+    unseeded = _unseeded_devices(model.layers)
+    if credit != "none" and unseeded:
+        raise NotImplementedError(
+            f"credit={credit!r} counts shot noise as privacy noise, which needs a shot sampler "
+            f"whose randomness is known (a simulator's numpy generator, seeded from the OS or "
+            f"reseeded by you); device {unseeded[0]!r} samples with a generator of its own that "
+            f"pennylane_qshiftdp cannot seed. Use credit='none' on it.")
     if sens is not None:
         max_variance = max(((hi - lo) / 2.0) ** 2 for lo, hi in sens.observable_ranges)
         if not (0.0 <= variance_floor <= max_variance):
@@ -393,18 +400,22 @@ def _prepare_noise(sampling: _Sampling, *, target_epsilon, target_delta, account
 def _prepare_ledger(sampling: _Sampling, clipping: _Clipping, sens, *, sigma, floor,
                     target_epsilon, target_delta, adjacency, credit, beta, accountant,
                     variance_floor, variance_floor_source, secure_mode, seed, coverage,
-                    proven_epsilon_factor, preprocessing_note, routes) -> PrivacyLedger:
+                    proven_epsilon_factor, preprocessing_note, routes, devices,
+                    allocation) -> PrivacyLedger:
     """The ledger, with everything the privacy statement needs in its provenance."""
     extra = {
         "gradient_routes": routes,
+        "circuit_execution": _circuit_execution(routes, devices),
         "versions": _versions(),
         "clipping": clipping.info,
         "variance_floor": variance_floor,
         "variance_floor_source": variance_floor_source,
-        "randomness": _randomness(secure_mode, seed),
+        "randomness": _randomness(secure_mode, seed) + _device_randomness(devices),
         "planned_steps": sampling.steps,
         "expected_batch_size_source": sampling.expected_batch_size_source,
     }
+    if allocation is not None:
+        extra["shot_budget"], extra["provenance"] = allocation
     if sampling.note is not None:
         extra["sampling_subset"] = sampling.note
     if coverage is not None:
@@ -474,6 +485,63 @@ def _randomness(secure_mode: bool, seed) -> str:
             f"but anyone who knows the seed can remove the noise; NOT for a real release.")
 
 
+def _circuit_execution(routes: dict, layers) -> dict:
+    """Per layer (by the names of ``routes``, in the same order as ``layers``), who runs its
+    circuits: the device, or the product's state-vector kernels (the same law)."""
+    from .qnn.circuit_count import execution_text
+    from .sampling.modes import shot_sampling
+
+    out = {}
+    for (name, route), layer in zip(routes.items(), layers, strict=False):
+        qnode = layer.qnode
+        sampling = shot_sampling(qnode) if qnode.shots else "analytic"
+        out[name] = execution_text(route, sampling, qnode.device)
+    return out
+
+
+def _unseeded_devices(layers) -> list[str]:
+    """Names of the layers' devices whose shot sampling has no numpy generator (hardware,
+    qiskit.aer, braket.local.qubit...): pennylane_qshiftdp can neither seed nor reseed it."""
+    return sorted({str(layer.qnode.device.name) for layer in layers
+                   if _compat.device_rng(layer.qnode.device) is None})
+
+
+def _device_randomness(layers) -> str:
+    unseeded = _unseeded_devices(layers)
+    if not unseeded:
+        return ""
+    return (f" Shots sampled by {', '.join(unseeded)} with a generator of the device's own, "
+            f"which pennylane_qshiftdp cannot seed or reseed: that shot noise is not repeatable "
+            f"and no credit mode counts it.")
+
+
+def _prepare_shot_budget(model: _Model, sampling: _Sampling, example,
+                         shot_budget) -> tuple[dict, dict] | None:
+    """Set a per-step shot budget on every TorchLayer; what the ledger records of it: a
+    summary and, per layer, every shifted circuit's coefficient and shots (its provenance)."""
+    if shot_budget is None:
+        return None
+    from .cost import plan_layers
+    from .sampling.allocation import set_step_shot_budget
+
+    per_example = set_step_shot_budget(model.module, shot_budget,
+                                       expected_batch_size=sampling.expected_batch_size)
+    layers = []
+    for plan in plan_layers(model.module, example):
+        shots = plan.cost.shots_per_circuit or ()  # finite shots: set_step_shot_budget checked
+        layers.append({
+            "layer": plan.name, "forward_shots": shots[0] if shots else None,
+            "shifted_shots_per_example": int(sum(shots[1:])),
+            "circuits": [{"circuit": t + 1, "parameter": i, "coefficient": c, "shots": n}
+                         for t, ((i, c), n) in enumerate(zip(
+                             plan.cost.shift_coefficients or (), shots[1:], strict=True))]})
+    summary = {"shots_per_step": int(shot_budget), "shots_per_example": per_example,
+               "expected_batch_size": sampling.expected_batch_size,
+               "split": "per example over the expected batch, per circuit in proportion to its "
+                        "largest |shift coefficient| (rounded down)"}
+    return summary, {"shot_allocation": layers}
+
+
 def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
                  data_loader: torch.utils.data.DataLoader, *, target_epsilon: float,
                  target_delta: float, epochs: float, max_grad_norm: float | str = "certified",
@@ -489,7 +557,8 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
                  expected_batch_size: float | None = None, dataset_size: int | None = None,
                  distributed: bool = False, input_range: tuple[float, float] | None = None,
                  preprocessing_note: str | None = None,
-                 criterion: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
+                 criterion: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+                 shot_budget: int | None = None,
                  ) -> tuple[GradSampleModule, QShiftDPOptimizer, torch.utils.data.DataLoader]:
     r"""Make a quantum or hybrid model, its optimizer and data loader private (Opacus).
 
@@ -595,6 +664,13 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         criterion: optional ``(outputs, targets) -> loss``, the loss the loop back-propagates;
             probed on a synthetic batch and refused if one row's gradient depends on another
             (:func:`check_per_example_loss`).
+        shot_budget: shots per step for the parameter-shift circuits of the quantum layers
+            (finite shots), split per example over the *expected* batch and per circuit
+            ∝ |shift coefficient| (:func:`~pennylane_qshiftdp.sampling.set_step_shot_budget`;
+            the forward circuits keep the QNodes' shots). Each circuit's shots are recorded in
+            the ledger's provenance (``shot_allocation``). Δ does not change (it holds for every
+            shot outcome); a credit mode uses each circuit's own shots. ``None``: every circuit
+            has its QNode's shots.
 
     Returns:
         tuple: ``(GradSampleModule, QShiftDPOptimizer, DataLoader)`` — the loader
@@ -608,7 +684,8 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
             trainable parameter without per-example gradients, a module Opacus's
             ``ModuleValidator`` refuses, an unboundable circuit under ``"certified"``, or
             (``strict``) a model the certified bound does not cover.
-        NotImplementedError: for a credit mode without certified clipping.
+        NotImplementedError: for a credit mode without certified clipping, or on a device
+            whose shot sampling has no numpy generator (its shot noise is not credited).
 
     Example:
         >>> import pennylane as qml
@@ -659,6 +736,7 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
                                      seed=seed, loss=loss)
         _check_credit(model, sens, credit=credit, max_grad_norm=max_grad_norm,
                       variance_floor=variance_floor)
+        allocation = _prepare_shot_budget(model, sampling, example, shot_budget)
         sigma, floor = _prepare_noise(sampling, target_epsilon=target_epsilon,
                                       target_delta=target_delta, accountant=accountant,
                                       credit=credit, proven_epsilon_factor=proven_epsilon_factor)
@@ -669,7 +747,8 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
             variance_floor_source=variance_floor_source, secure_mode=secure_mode, seed=seed,
             coverage=coverage, proven_epsilon_factor=proven_epsilon_factor,
             preprocessing_note=preprocessing_note,
-            routes=gradient_routes(model.module, model.layers, example))
+            routes=gradient_routes(model.module, model.layers, example),
+            devices=model.layers, allocation=allocation)
     gen, dp_loader = _prepare_loader(model, data_loader, sampling, secure_mode=secure_mode,
                                      seed=seed, distributed=distributed)
     gs_module = GradSampleModule(model.module, batch_first=True, loss_reduction=loss_reduction)

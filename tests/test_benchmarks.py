@@ -58,6 +58,20 @@ def test_bench_transform(tmp_path):
     assert {"median_ratio", "tapes_per_gradient", "circuits_executed"} <= set(data["rows"][0])
 
 
+@pytest.mark.slow
+def test_bench_transform_step_alternative(tmp_path):
+    """The step comparison with the alternative, the numpy limit (in its own process, one
+    thread) and the lightning.qubit exact-law step, each timed once per round."""
+    _module("bench_transform").main(["--step", "--alternative", "--qubits", "2", "--batch", "3",
+                                     "--repeats", "2", "--devices", "default.qubit", "--out",
+                                     str(tmp_path)])
+    data = _result(tmp_path, "bench_transform_step", ["rows", "markdown"])
+    [row] = data["rows"]
+    assert {"numpy_limit", "lightning_exact_law", "opacus_backprop"} <= set(row["times_s"])
+    assert all(len(v) == 2 for v in row["times_s"].values())
+    assert len(row["lightning_over_exact_law_range"]) == 2 and len(row["load_average"]) == 2
+
+
 def test_bench_qprldp(tmp_path):
     _module("bench_qprldp").main(["--tiny", "--out", str(tmp_path)])
     _result(tmp_path, "bench_qprldp_quick",

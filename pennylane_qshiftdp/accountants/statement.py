@@ -161,6 +161,17 @@ def privacy_statement(ledger, *, diagnostics: dict[str, Any] | None = None) -> s
     lines.append(f"Steps: {steps} recorded; planned history (σ, q, steps) = {ledger.history}.")
 
     lines.append(f"Shot-noise credit: {_credit_text(ledger)}")
+    budget = extra.get("shot_budget")
+    if budget:
+        lines.append(
+            f"Shot budget: {budget['shots_per_step']} shots per step for the parameter-shift "
+            f"circuits, {budget['shots_per_example']} per example and quantum layer (over the "
+            f"expected batch {_fmt(budget['expected_batch_size'])}, never the realised one), "
+            f"split over each example's shifted circuits in proportion to their |shift "
+            f"coefficient| (every circuit's shots: provenance.shot_allocation). The certified "
+            f"bound Δ does not depend on the shots (it holds for every outcome); "
+            + ("the credit uses each circuit's own shots." if ledger.credit_mode != "none"
+               else "no shot noise is credited."))
     if ledger.credit_mode != "none":
         lines.append(
             "Assumption: crediting treats the shot noise of the sample means as Gaussian by "
@@ -199,7 +210,7 @@ def privacy_statement(ledger, *, diagnostics: dict[str, Any] | None = None) -> s
         lines.append("Software: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
     details = {k: v for k, v in extra.items()
                if k not in ("versions", "provenance", "randomness", "preprocessing",
-                            "expected_batch_size_source")}
+                            "expected_batch_size_source", "shot_budget")}
     if details:
         lines.append(f"Details: {json.dumps(details, sort_keys=True)}")
     if diagnostics is not None:

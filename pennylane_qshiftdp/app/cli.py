@@ -235,6 +235,29 @@ def _add_train_parser(subparsers) -> None:
                    "diagnostics.json and diagnostics.png, and report them in the statement; "
                    "they are NOT protected by the guarantee. By default nothing written "
                    "depends on the private batches")
+    p.add_argument("--noise-model", default=None, metavar="FAKE_BACKEND",
+                   help="with --device qiskit.aer: the noise model of a backend of "
+                   "qiskit_ibm_runtime.fake_provider (offline snapshots of IBM devices), e.g. "
+                   "FakeManilaV2 (qiskit_aer.noise.NoiseModel.from_backend); qshiftdp certify "
+                   "certifies its depolarizing part")
+    p.add_argument("--shot-budget", type=_positive_int, default=None, metavar="SHOTS",
+                   help="shots per step for the parameter-shift circuits, split over the "
+                   "expected batch and over each example's shifted circuits in proportion to "
+                   "|shift coefficient| (recorded per circuit in the ledger); the forward "
+                   "circuit keeps --shots (default: every circuit has --shots)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the plan as one JSON object (circuits_per_step, shots_per_step, "
+                   "device_batches_per_step, steps, total_circuits, total_shots, "
+                   "seconds_per_step, total_seconds) and exit without training or writing "
+                   "anything; the time comes from one probe step on a synthetic batch of the "
+                   "expected size (zeros, no training example), which runs that step's "
+                   "circuits on the device (--no-probe skips it)")
+    p.add_argument("--no-probe", action="store_true",
+                   help="with --dry-run: count only, run no circuit (the seconds are null)")
+    p.add_argument("--max-shots", type=_positive_int, default=None,
+                   help="refuse, before any circuit runs, a plan expecting more shots in all")
+    p.add_argument("--max-circuits", type=_positive_int, default=None,
+                   help="refuse, before any circuit runs, a plan expecting more circuits in all")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--skip-plan-check", action="store_true",
                    help="train even when the plan is refused as absurd: its noise multiplier σ "
@@ -307,7 +330,10 @@ _TRAIN_FLAGS = {"n_features": "--qubits", "name": "--dataset", "csv_path": "--cs
                 "classical_max_grad_norm": "--classical-max-grad-norm",
                 "proven_epsilon_factor": "--proven-epsilon-factor", "epochs": "--epochs",
                 "preprocessing": "--preprocessing", "credit": "--credit", "model": "--model",
-                "skip_plan_check": "--skip-plan-check"}
+                "skip_plan_check": "--skip-plan-check",
+                "noise_model": "--noise-model", "shot_budget": "--shot-budget",
+                "max_shots": "--max-shots", "max_circuits": "--max-circuits",
+                "shots_per_step": "--shot-budget", "device": "--device"}
 
 
 def _flag_names(message: str) -> str:
@@ -397,13 +423,22 @@ def _run_train(args) -> int:
     if args.eval_shots is not None and args.eval_shots < 0:
         raise _CLIError(f"--eval-shots must be a positive shot count, or 0 for analytic "
                         f"evaluation. Found {args.eval_shots}.")
+    if args.no_probe and not args.dry_run:
+        raise _CLIError("--no-probe goes with --dry-run.")
     config = _train_config(args)
     try:  # every value error before torch, PennyLane or Opacus is imported
         check_train_config(config, resume=args.resume)
     except (ValueError, TypeError) as err:
         raise _CLIError(_flag_names(str(err))) from err
-    from .job import TrainingInterrupted, train
+    from .job import TrainingInterrupted, dry_run, train
 
+    if args.dry_run:
+        try:
+            plan = dry_run(config, probe=not args.no_probe)
+        except (ValueError, TypeError, NotImplementedError) as err:
+            raise _CLIError(_flag_names(str(err))) from err
+        print(json.dumps(plan))
+        return 0
     try:
         with warnings.catch_warnings():  # printed below as a WARNING line, not twice
             warnings.filterwarnings("ignore", message=_RESULT_WARNINGS, category=UserWarning)
@@ -450,7 +485,8 @@ def _print_train_result(result, config) -> None:
              f"majority-class rate {result.test_majority_rate:.4f})" if imbalanced else "")
           + f" (evaluated "
           f"{'analytically' if config.eval_shots is None else f'with {config.eval_shots} shots'}"
-          f" on {result.device}, on the {result.test_examples} held-out test examples)")
+          f" on {result.eval_device or result.device}, on the {result.test_examples} held-out "
+          f"test examples)")
     if result.majority_warning:
         print(f"WARNING: {result.majority_warning}")
     if result.feature_warning:

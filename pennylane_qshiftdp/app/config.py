@@ -71,6 +71,15 @@ class TrainConfig:
     # pair per column; None: the shipped defaults (iris, wine, breast_cancer)
     feature_range: tuple | list | None = None
     diagnostics: bool = False  # write per-step statistics of the private batches (not protected)
+    # a qiskit_ibm_runtime.fake_provider backend (e.g. "FakeManilaV2") whose noise model
+    # qiskit.aer applies (NoiseModel.from_backend); needs device="qiskit.aer"
+    noise_model: str | None = None
+    # per-step shot budget of the shifted circuits, split over them ∝ |shift coefficient|
+    # (sampling.allocation); None: every circuit has `shots`
+    shot_budget: int | None = None
+    # refuse a plan whose expected total shots / circuits exceed these (before any circuit runs)
+    max_shots: int | None = None
+    max_circuits: int | None = None
 
 
 #: The ``qshiftdp train`` flags of the :class:`TrainConfig` fields not set by ``--<field>``.

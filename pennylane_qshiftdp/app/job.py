@@ -22,7 +22,6 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-import pennylane as qml
 import torch
 from opacus.data_loader import DPDataLoader
 
@@ -48,7 +47,8 @@ from .outputs import (
 from .plan import Plan, check_plan, probe_step_seconds, steps_left
 from .records import PUBLIC_EPOCH_FIELDS, public_record
 
-__all__ = ["TrainConfig", "TrainResult", "TrainingInterrupted", "make_loss", "train"]
+__all__ = ["COST_NOTE", "TrainConfig", "TrainResult", "TrainingInterrupted", "device_options",
+           "dry_run", "make_loss", "train"]
 
 
 @dataclasses.dataclass
@@ -91,6 +91,12 @@ class TrainResult:
     # Ctrl-C stopped the run after `steps` steps; its ledger, statement and checkpoint hold
     # them, and resume=True continues it
     interrupted: bool = False
+    # the device the test metrics were computed on (default.qubit, analytically, for a
+    # training device that is not one of PennyLane's simulators unless eval_shots is given)
+    eval_device: str | None = None
+    # metrics.json's "cost": the plan ("estimated", public) and, with diagnostics, what the
+    # devices' trackers counted ("measured", NOT protected)
+    cost: dict | None = None
 
 
 class TrainingInterrupted(KeyboardInterrupt):
@@ -107,11 +113,11 @@ class TrainingInterrupted(KeyboardInterrupt):
 
 
 #: From this many qubits on, ``device="auto"`` picks lightning.qubit for exact-law sampling (the
-#: job's default with shots) and analytic training: never, within ``MAX_QUBITS``. Measured
-#: (benchmarks/RESULTS.md §12, idle, batch 54, 2 layers, exact-law step after a warm-up step):
-#: default.qubit, whose shifted circuits are suffix evolutions on the batched kernels, 0.78 s
-#: against lightning.qubit's 2.91 s at 12 qubits, 2.43 s against 4.20 s at 13, 4.44 s against
-#: 4.81 s at 14.
+#: job's default with shots) and analytic training: never, within ``MAX_QUBITS``. Both
+#: devices' exact-law and analytic circuits run on the same batched state-vector kernels
+#: (``sampling.exact_law.simulates_with_kernels``), so lightning gains nothing there
+#: (benchmarks/RESULTS.md §12: its exact-law step 0.98 and 1.00 times default.qubit's at 4 and 8
+#: qubits, alternated).
 LIGHTNING_QUBITS = 15
 
 #: The same crossover with the device's own sampling (``shot_sampling="device"``), where
@@ -127,6 +133,48 @@ _EXACT_LAW_DEVICES = ("default.qubit", "lightning.qubit", "default.mixed")
 
 #: ``shots="auto"``: the shot noise of a step adds at most this fraction of the DP noise variance.
 AUTO_SHOTS_FRACTION = 0.01
+
+
+#: PennyLane's simulators, on which the test metrics are computed analytically (``eval_shots``
+#: ``None``); on any other training device they are computed on default.qubit (the noiseless
+#: circuit), so no evaluation circuit runs on hardware unless ``eval_shots`` is given.
+_SIMULATORS = ("default.qubit", "lightning.qubit", "lightning.gpu", "lightning.kokkos",
+               "default.mixed")
+
+
+def device_options(config, device: str) -> dict:
+    """Keyword arguments of the training device: the noise model of ``config.noise_model``
+    (a backend of ``qiskit_ibm_runtime.fake_provider``, read offline) for qiskit.aer.
+
+    Raises:
+        ValueError: for a noise model on another device, without pennylane-qiskit, or naming
+            no fake backend (the message lists a few), or a backend with fewer qubits than the
+            model.
+    """
+    name = config.noise_model
+    if name is None:
+        return {}
+    if device != "qiskit.aer":
+        raise ValueError(f"`noise_model` is a noise model of Qiskit's simulator; it needs "
+                         f"device='qiskit.aer'. Found device={device!r}.")
+    try:
+        from qiskit_aer.noise import NoiseModel
+        from qiskit_ibm_runtime import fake_provider
+    except ImportError as err:
+        raise ValueError("`noise_model` needs pennylane-qiskit (with qiskit-aer and "
+                         "qiskit-ibm-runtime): pip install 'pennylane-qshiftdp[qiskit]'.") from err
+    backend_cls = getattr(fake_provider, name, None) if name.startswith("Fake") else None
+    if not isinstance(backend_cls, type):
+        known = sorted(n for n in dir(fake_provider) if n.startswith("Fake") and n.endswith("V2"))
+        raise ValueError(f"`noise_model` must name a backend of "
+                         f"qiskit_ibm_runtime.fake_provider, e.g. {', '.join(known[:4])}. "
+                         f"Found {name!r}.")
+    backend = backend_cls()
+    wires = config.qubits if isinstance(config.qubits, int) else 1
+    if backend.num_qubits < wires:
+        raise ValueError(f"`noise_model` {name!r} describes {backend.num_qubits} qubits; the "
+                         f"model needs {wires}. Choose a larger fake backend.")
+    return {"noise_model": NoiseModel.from_backend(backend)}
 
 
 def _shot_sampling(config, device: str, shots) -> str:
@@ -296,28 +344,40 @@ class _Job:
     step_in_epoch: int = 0  # steps of the current epoch taken so far
     interrupt: object = None  # the deferred-SIGINT flag of the training loop
     interrupted: bool = False
+    eval_device: str | None = None
+    estimate: object = None  # the cost plan (cost.CostEstimate)
+    meter: object = None  # the measured cost (cost.CostMeter)
 
     @property
     def ledger(self):
         return self.opt.ledger if self.private else None
 
 
-def model_factory(config: TrainConfig, data, model_cls: type, device: str):
-    """``make(shots, seed, recorder=None)``: a fresh model of ``config.model`` for ``data`` on
-    ``device`` (``model_cls`` for the quantum and hybrid models)."""
+def model_factory(config: TrainConfig, data, model_cls: type, device: str,
+                  options: dict | None = None):
+    """``make(shots, seed, recorder=None, device=device)``: a fresh model of ``config.model``
+    for ``data`` (``model_cls`` for the quantum and hybrid models), on ``device`` with the
+    device ``options`` (only on ``device`` itself: another device gets none)."""
     from .models import QuantumNeuronClassifier
 
+    default = device
+
+    def opts(name):
+        return options if name == default else None
+
     if config.model == "neuron":
-        def make(shots, seed, recorder=None):
+        def make(shots, seed, recorder=None, device=default):
             return QuantumNeuronClassifier(data.n_features, data.n_classes, device=device,
                                            shots=shots, seed=seed, recorder=recorder,
-                                           init_scale=config.init_scale, init_seed=config.seed)
+                                           init_scale=config.init_scale, init_seed=config.seed,
+                                           device_options=opts(device))
         return make
 
-    def make(shots, seed, recorder=None):
+    def make(shots, seed, recorder=None, device=default):
         return model_cls(config.qubits, config.layers, device=device, shots=shots, seed=seed,
                          recorder=recorder, init_scale=config.init_scale, init_seed=config.seed,
-                         depolarizing=config.depolarizing, n_classes=data.n_classes)
+                         depolarizing=config.depolarizing, n_classes=data.n_classes,
+                         device_options=opts(device))
     return make
 
 
@@ -348,7 +408,7 @@ def _build(config: TrainConfig) -> _Job:
     elif isinstance(shots, str):
         raise ValueError(f"`shots` must be a positive integer, None or 'auto'. Found {shots!r}.")
     device = resolve_device(config)
-    make = model_factory(config, data, model_cls, device)
+    make = model_factory(config, data, model_cls, device, device_options(config, device))
     if config.credit != "none" and shots is not None and shots < 30:
         warnings.warn(f"credit={config.credit!r} with shots={shots}: crediting treats "
                       f"each sample mean as Gaussian (central limit theorem), which is a poor "
@@ -361,15 +421,48 @@ def _build(config: TrainConfig) -> _Job:
                       "diagnostics.png; they are NOT covered by the differential-privacy "
                       "guarantee. Do not publish them.", PrivacyWarning, stacklevel=3)
     model = make(shots, _seed_for(config.seed, 0, 0), recorder)
+    if shots is not None and _compat.device_rng(_training_device(config, model)) is None \
+            and config.credit != "none":
+        raise ValueError(
+            f"`credit`={config.credit!r} counts shot noise as privacy noise; device {device!r} "
+            f"samples its shots with a generator the job cannot seed or reseed (from the OS's "
+            f"CSPRNG in secure mode), so its shot noise is not credited. Use --credit none.")
     sampling = _shot_sampling(config, device, shots)
     if sampling != "device":
         from ..sampling import set_shot_sampling
 
         set_shot_sampling(model, sampling)
-    eval_model = make(config.eval_shots, _seed_for(config.seed, 0, 4))
+    if config.shot_budget is not None:
+        _apply_shot_budget(config, model, data, shots)
+    eval_device = device if config.eval_shots is not None or device in _SIMULATORS \
+        else "default.qubit"
+    eval_model = make(config.eval_shots, _seed_for(config.seed, 0, 4), device=eval_device)
     sgd = torch.optim.SGD(model.parameters(), lr=config.lr)
     return _Job(config, data, loss_fn, model_cls, model, eval_model, sgd, shots, device,
-                sampling, recorder, private=math.isfinite(config.epsilon), make=make)
+                sampling, recorder, private=math.isfinite(config.epsilon), make=make,
+                eval_device=eval_device)
+
+
+def _training_device(config, model):
+    """The device the job trains on (the neuron model's outputs share one)."""
+    return model.device if config.model == "neuron" else model.qlayer.qnode.device
+
+
+def _expected_batch_size(config, n: int) -> float:
+    """qN with Opacus's rate q = 1/ceil(N/B) (what make_private and the loader use)."""
+    return n / math.ceil(n / config.expected_batch_size)
+
+
+def _apply_shot_budget(config, model, data, shots) -> None:
+    """``shot_budget``: shots per step for the shifted circuits, split over the expected batch
+    (make_private sets the same and records the split in the ledger)."""
+    from ..sampling.allocation import set_step_shot_budget
+
+    if shots is None:
+        raise ValueError("`shot_budget` splits finite shots over the shifted circuits; the run "
+                         "is analytic (shots 0). Give --shots.")
+    set_step_shot_budget(model, config.shot_budget,
+                         expected_batch_size=_expected_batch_size(config, len(data.y_train)))
 
 
 def _clip_mode(job: _Job):
@@ -431,11 +524,13 @@ def _make_private(job: _Job, loader, private_hook) -> None:
         variance_floor=floor, recorder=job.recorder,
         variance_floor_source="proven" if config.variance_floor is None else "declared",
         seed=None if config.secure_mode else config.seed, secure_mode=config.secure_mode,
-        preprocessing_note=data.preprocessing_note,
+        preprocessing_note=data.preprocessing_note, shot_budget=config.shot_budget,
     )
     ledger = job.opt.ledger
-    ledger.extra_update({"provenance": _provenance(data, config)})
-    if job.shots is not None:
+    ledger.extra_update({"provenance": {**(ledger.extra or {}).get("provenance", {}),
+                                        **_provenance(data, config)}})
+    if job.shots is not None and _compat.device_rng(_training_device(config, job.model)) \
+            is not None:
         randomness = ledger.extra.get("randomness", "").rstrip(".")
         ledger.extra_update({"randomness": randomness + (
             "; the simulator's shot sampling reseeded from the OS's CSPRNG (secrets) every "
@@ -516,7 +611,9 @@ def _reseed(job: _Job, epoch: int, dev) -> None:
     privacy noise, which a public seed would let anyone reproduce.
     """
     config = job.config
-    if job.shots is not None:
+    if job.shots is not None and _compat.device_rng(dev) is not None:
+        # a device without a numpy generator (hardware, qiskit.aer) samples with its own: not
+        # seeded, and the statement's Randomness line says so (make_private)
         _compat.reseed_device(dev, secrets.randbits(128) if config.secure_mode
                               else [config.seed, epoch, 1])
     if not config.secure_mode:
@@ -555,8 +652,9 @@ def _restore_rngs(job: _Job, dev) -> None:
 
 
 def _train_epoch(job: _Job, bar, skip: int = 0) -> None:
-    """One pass over the Poisson loader (a private step per batch, empty ones included); an
-    interrupted epoch resumed after ``skip`` steps takes the rest. A Ctrl-C (deferred by
+    """One pass over the Poisson loader (a private step per batch, empty ones included), each
+    step's circuits, shots and device batches counted by the device's tracker; an interrupted
+    epoch resumed after ``skip`` steps takes the rest. A Ctrl-C (deferred by
     :func:`~.interrupt.deferred_interrupt`) stops the loop after the step in progress."""
     config = job.config
     job.step_in_epoch = skip
@@ -564,26 +662,41 @@ def _train_epoch(job: _Job, bar, skip: int = 0) -> None:
         job.interrupted = True
         return
     for xb, yb in itertools.islice(job.train_loader, max(0, len(job.train_loader) - skip)):
-        job.opt.zero_grad()
-        if job.private:
-            if xb.shape[0]:  # an empty Poisson batch still gets a (noise-only) step
-                with ignore_output_hook_warning():
-                    job.loss_fn(job.pmodel(xb), yb).mean().backward()
-            try:
-                job.opt.step()
-            except PrivacyBudgetExceededError as err:  # checked before the step
-                job.stopped = str(err)
-                return
-            job.records.append(dict(job.opt.last_record, epoch=job.epoch + 1))
-        else:
-            if xb.shape[0]:
-                job.loss_fn(job.model(xb), yb).sum().div(config.expected_batch_size).backward()
-                job.sgd.step()
+        with job.meter.step():
+            job.opt.zero_grad()
+            if job.private:
+                if xb.shape[0]:  # an empty Poisson batch still gets a (noise-only) step
+                    with ignore_output_hook_warning():
+                        job.loss_fn(job.pmodel(xb), yb).mean().backward()
+                try:
+                    job.opt.step()
+                except PrivacyBudgetExceededError as err:  # checked before the step
+                    job.stopped = str(err)
+                    return
+                job.records.append(dict(job.opt.last_record, epoch=job.epoch + 1))
+            else:
+                if xb.shape[0]:
+                    job.loss_fn(job.model(xb), yb).sum().div(
+                        config.expected_batch_size).backward()
+                    job.sgd.step()
+        job.training_shots += job.meter.records[-1]["shots"]
         job.step_in_epoch += 1
         bar.update(1)
+        bar.set_postfix_str(_shots_text(job), refresh=False)
         if job.interrupt is not None and job.interrupt.requested:
             job.interrupted = True
             return
+
+
+def _shots_text(job: _Job) -> str:
+    """The progress bar's shots: measured with ``diagnostics`` (they grow with the private
+    batch sizes), otherwise the plan's for the steps done (public)."""
+    if job.shots is None:
+        return "analytic"
+    if job.config.diagnostics:
+        return f"shots {job.training_shots:,}"
+    planned = job.estimate.shots_per_step * len(job.meter.records)
+    return f"shots ≈ {planned:,.0f} (planned)"
 
 
 def _run_epochs(job: _Job, last: int, progress: bool, x_test, y_test) -> None:
@@ -592,8 +705,7 @@ def _run_epochs(job: _Job, last: int, progress: bool, x_test, y_test) -> None:
     from tqdm.auto import tqdm
 
     config = job.config
-    dev = (job.model.device if config.model == "neuron"  # one device for every output
-           else job.model.qlayer.qnode.device)
+    dev = _training_device(config, job.model)  # the neuron's outputs share one device
     bar = tqdm(total=max(0, len(job.train_loader) * (last - job.start_epoch) - job.resume_offset),
                disable=not progress, desc="qshiftdp train")
     t0 = time.perf_counter()
@@ -604,11 +716,9 @@ def _run_epochs(job: _Job, last: int, progress: bool, x_test, y_test) -> None:
             _restore_rngs(job, dev)
         else:
             _reseed(job, epoch, dev)
-        with qml.Tracker(dev) as tracker:
-            _train_epoch(job, bar, skip)
-        # exact-law sampling executes analytically: Ns shots per circuit it stands in for
-        job.training_shots += int(tracker.totals.get("shots", 0) if job.sampling == "device"
-                                  else tracker.totals.get("executions", 0) * (job.shots or 0))
+        # each step counted by the device's tracker (exact-law sampling executes
+        # analytically: the shots are those its draws stand for)
+        _train_epoch(job, bar, skip)
         if job.interrupted:
             if job.out_dir is not None and job.step_in_epoch:  # else: the epoch's checkpoint
                 write_checkpoint(job.out_dir, config=config, epoch=epoch, model=job.model,
@@ -666,7 +776,10 @@ def _result(job: _Job, last: int, x_test, y_test) -> TrainResult:
     summary = _diagnostics_summary(job)
     if ledger is not None:
         ledger.extra_update({"shots_per_circuit": job.shots, "device": job.device,
-                             "shot_sampling": job.sampling})
+                             "shot_sampling": job.sampling}
+                            | ({"noise_model": job.config.noise_model + " (qiskit_ibm_runtime."
+                                "fake_provider; qiskit_aer NoiseModel.from_backend)"}
+                               if job.config.noise_model else {}))
     metrics = job.metrics
     mid_epoch = job.interrupted and job.step_in_epoch > 0  # the weights moved since metrics[-1]
     if metrics and metrics[-1].get("test_balanced_accuracy") is not None and not mid_epoch:
@@ -700,7 +813,89 @@ def _result(job: _Job, last: int, x_test, y_test) -> TrainResult:
         diagnostics=summary, settings=_settings(job.config),
         planned_steps=len(job.train_loader) * job.config.epochs,
         interrupted=job.interrupted, feature_warning=feature_warning,
+        eval_device=job.eval_device, cost=_cost_section(job),
     )
+
+
+#: What metrics.json says of its "cost" key.
+COST_NOTE = (
+    "estimated: the plan, known before the run (public: the model, device, shots, expected "
+    "batch size qN and steps; circuits and shots as the device's tracker counts them; an "
+    "empty Poisson batch sends nothing); measured: what the devices' trackers counted in "
+    "this run's steps (means per step and totals), which grow with the realised Poisson "
+    "batch sizes: written only with --diagnostics, NOT protected by the privacy guarantee")
+
+
+def _cost_section(job: _Job) -> dict:
+    """metrics.json's ``"cost"``: the plan and, with diagnostics, the measured counts."""
+    from ..cost import COST_KEYS
+
+    estimated = job.estimate.as_dict() if job.estimate is not None else dict.fromkeys(COST_KEYS)
+    measured = job.meter.summary() if job.config.diagnostics and job.meter is not None else None
+    return {"estimated": estimated, "measured": measured, "note": COST_NOTE}
+
+
+def _plan(job: _Job, loader, *, probe: bool):
+    """The run's cost plan (cost.estimate_cost on the job's model), refused over the budgets
+    ``max_shots`` / ``max_circuits`` before any circuit runs (the plan depends on public
+    quantities only, so the refusal does too)."""
+    from ..cost import estimate_cost
+
+    config = job.config
+    for name in ("max_shots", "max_circuits"):
+        value = getattr(config, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 1):
+            raise ValueError(f"`{name}` must be a positive integer. Found {value!r}.")
+    estimate = estimate_cost(job.model, loader, epochs=config.epochs)
+    over = []
+    if config.max_circuits is not None and estimate.total_circuits > config.max_circuits:
+        over.append(f"{estimate.total_circuits:,.0f} circuits (--max-circuits "
+                    f"{config.max_circuits:,})")
+    if config.max_shots is not None and estimate.total_shots > config.max_shots:
+        over.append(f"{estimate.total_shots:,.0f} shots (--max-shots {config.max_shots:,})")
+    if over:
+        raise ValueError(
+            f"The planned run needs {' and '.join(over)}: {estimate.steps} steps of "
+            f"{estimate.circuits_per_step:,.1f} circuits and {estimate.shots_per_step:,.0f} "
+            f"shots each (expected batch {estimate.expected_batch_size:.4g}). Nothing was run. "
+            f"Lower --epochs, --shots or --batch-size, or raise the budget.")
+    if probe:
+        estimate = estimate_cost(job.model, loader, epochs=config.epochs, probe=True)
+    return estimate
+
+
+def _loader(job: _Job):
+    """The training loader make_private receives (Poisson sampling replaces its sampler)."""
+    data, config = job.data, job.config
+    x_train = torch.as_tensor(data.X_train, dtype=torch.float64)
+    y_train = torch.as_tensor(data.y_train, dtype=torch.float64)
+    return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x_train, y_train),
+                                       batch_size=config.expected_batch_size)
+
+
+def dry_run(config: TrainConfig, *, probe: bool = True) -> dict:
+    r"""What ``train(config)`` would cost, without training: ``qshiftdp train --dry-run``.
+
+    The data set is loaded (for its size) and the model built, but nothing is trained and
+    nothing is written. The circuits are counted, not run (:func:`~pennylane_qshiftdp.cost.
+    estimate_cost`); with ``probe`` one step of a synthetic batch of the expected size (zero
+    inputs, no training example) is run and timed on the training device.
+
+    Args:
+        config: the run's settings (``max_shots`` / ``max_circuits`` are checked).
+        probe: time one step (runs its circuits on the device).
+
+    Returns:
+        dict: ``circuits_per_step``, ``shots_per_step``, ``device_batches_per_step``,
+        ``steps``, ``total_circuits``, ``total_shots``, ``seconds_per_step``,
+        ``total_seconds`` (the last two ``None`` without ``probe``).
+
+    Raises:
+        ValueError: for invalid settings, or a plan over ``max_shots`` / ``max_circuits``.
+    """
+    job = _build(config)
+    return _plan(job, _loader(job), probe=probe).as_dict()
 
 
 def _trained_weights(job: _Job) -> np.ndarray:
@@ -790,14 +985,15 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
         TrainingInterrupted: after a Ctrl-C, once the outputs of the steps taken are written.
     """
     check_train_config(config, resume=resume)  # before any data is read or circuit built
+    from ..cost import CostMeter
+
     job = _build(config)
     config, data = job.config, job.data
-    x_train = torch.as_tensor(data.X_train, dtype=torch.float64)
-    y_train = torch.as_tensor(data.y_train, dtype=torch.float64)
     x_test = torch.as_tensor(data.X_test, dtype=torch.float64)
     y_test = torch.as_tensor(data.y_test, dtype=torch.float64)
-    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x_train, y_train),
-                                         batch_size=config.expected_batch_size)
+    loader = _loader(job)
+    job.estimate = _plan(job, loader, probe=False)  # before any circuit runs
+    job.meter = CostMeter(job.model, job.estimate.layers)
     _make_private(job, loader, private_hook)
     last = config.epochs if stop_after_epochs is None else min(config.epochs, stop_after_epochs)
     if not resume and not skip_plan_check:

@@ -27,8 +27,45 @@ from ..gradients.parameter_shift import param_shift, validate_shots
 from ..gradients.shot_statistics import ShotRecorder
 from ..qnn import TorchLayer
 
-__all__ = ["HybridClassifier", "QuantumClassifier", "QuantumNeuronClassifier", "make_qnode",
-           "make_neuron_qnode", "max_classes", "neutral_readout_wire", "readout_observables"]
+__all__ = ["SEEDED_DEVICES", "HybridClassifier", "QuantumClassifier", "QuantumNeuronClassifier",
+           "make_device", "make_qnode", "make_neuron_qnode", "max_classes",
+           "neutral_readout_wire", "readout_observables"]
+
+#: PennyLane simulators that take ``seed=`` and sample shots with a numpy ``Generator``
+#: (``device._rng``), which the job seeds and reseeds. Other devices get no seed: qiskit.aer
+#: would take ``seed=`` into its run options and ignore it, braket.local.qubit refuses it when
+#: it runs, and Aer's ``seed_simulator`` would repeat the same draws in every job (every step).
+SEEDED_DEVICES = ("default.qubit", "default.mixed", "lightning.qubit", "lightning.gpu",
+                  "lightning.kokkos")
+
+
+def make_device(name: str, wires: int, *, seed: int | None = None,
+                options: dict | None = None) -> qml.devices.Device:
+    r"""The PennyLane device ``name`` on ``wires`` wires, seeded where it can be.
+
+    Args:
+        name: a PennyLane device name (``"default.qubit"``, ``"lightning.qubit"``,
+            ``"qiskit.aer"``, ``"braket.local.qubit"``...).
+        wires: number of wires, ≥ 1.
+        seed: seed of the shot sampling, passed only to :data:`SEEDED_DEVICES` (every other
+            device samples with a generator of its own, not seeded here).
+        options: further keyword arguments of the device (e.g. ``{"noise_model": ...}`` for
+            qiskit.aer).
+
+    Returns:
+        pennylane.devices.Device: the device.
+
+    Raises:
+        pennylane.exceptions.DeviceError: for a device name no installed plugin provides.
+
+    Example:
+        >>> make_device("default.qubit", 2, seed=1).wires.tolist()
+        [0, 1]
+    """
+    kwargs = dict(options or {})
+    if name in SEEDED_DEVICES:
+        kwargs["seed"] = seed
+    return qml.device(name, wires=check_positive_int(wires, "wires"), **kwargs)
 
 
 def max_classes(n_qubits: int) -> int:
@@ -83,7 +120,8 @@ def readout_observables(n_qubits: int, n_classes: int) -> list:
 def make_qnode(n_qubits: int, layers: int, *, device: str = "lightning.qubit",
                shots: int | None = 1000, seed: int | None = None,
                recorder: ShotRecorder | None = None, rotation: str = "Y",
-               depolarizing: float = 0.0, n_classes: int = 2) -> qml.QNode:
+               depolarizing: float = 0.0, n_classes: int = 2,
+               device_options: dict | None = None) -> qml.QNode:
     r"""The classifier's QNode ``circuit(inputs, weights) -> ⟨Z_0⟩`` (or a tuple of readouts).
 
     Args:
@@ -91,7 +129,7 @@ def make_qnode(n_qubits: int, layers: int, *, device: str = "lightning.qubit",
         layers: number of StronglyEntanglingLayers, ≥ 1.
         device: a PennyLane device name (``"lightning.qubit"`` or ``"default.qubit"``...).
         shots: shots per circuit :math:`N_s` (positive int) or ``None`` (analytic).
-        seed: device seed (shot sampling).
+        seed: device seed (shot sampling; only for the simulators of :data:`SEEDED_DEVICES`).
         recorder: :class:`~.ShotRecorder` receiving shot statistics.
         rotation: axis of the angle embedding.
         depolarizing: hardware-noise model: PennyLane's ``DepolarizingChannel(q)`` parameter
@@ -100,6 +138,7 @@ def make_qnode(n_qubits: int, layers: int, *, device: str = "lightning.qubit",
             variance floor comes from :func:`qprldp_core.certify_device`.
         n_classes: 2 (binary: one output ⟨Z_0⟩) or :math:`K \ge 3` (a tuple of the
             :math:`K` expectation values of :func:`readout_observables`).
+        device_options: further keyword arguments of the device (:func:`make_device`).
 
     Returns:
         pennylane.QNode: with ``diff_method=pennylane_qshiftdp.param_shift``.
@@ -124,7 +163,7 @@ def make_qnode(n_qubits: int, layers: int, *, device: str = "lightning.qubit",
     if depolarizing > 0 and device != "default.mixed":
         raise ValueError(f"`depolarizing` > 0 needs a mixed-state simulator: pass "
                          f"device='default.mixed'. Found device={device!r}.")
-    dev = qml.device(device, wires=n_qubits, seed=seed)
+    dev = make_device(device, n_qubits, seed=seed, options=device_options)
     gradient_kwargs = {"recorder": recorder} if recorder is not None else {}
 
     def circuit(inputs, weights):
@@ -214,6 +253,7 @@ class QuantumClassifier(_Predictions, torch.nn.Module):
         n_qubits: number of qubits and input features.
         layers: number of entangling layers.
         device, shots, seed, recorder, depolarizing: as in :func:`make_qnode`.
+        device_options: as in :func:`make_qnode`.
         init_scale: standard deviation of the near-identity weight initialisation.
         init_seed: seed of the weight initialisation.
         n_classes: number of classes :math:`K`, from 2 to :math:`2n - 1`.
@@ -243,7 +283,7 @@ class QuantumClassifier(_Predictions, torch.nn.Module):
                  shots: int | None = 1000, seed: int | None = None,
                  recorder: ShotRecorder | None = None, init_scale: float = 0.01,
                  init_seed: int = 0, depolarizing: float = 0.0, n_classes: int = 2,
-                 init: str = "auto"):
+                 init: str = "auto", device_options: dict | None = None):
         super().__init__()
         check_nonnegative_float(init_scale, "init_scale")
         if init not in ("auto", "neutral", "small"):
@@ -256,7 +296,7 @@ class QuantumClassifier(_Predictions, torch.nn.Module):
         self.depolarizing = depolarizing
         self.qnode = make_qnode(n_qubits, layers, device=device, shots=shots, seed=seed,
                                 recorder=recorder, depolarizing=depolarizing,
-                                n_classes=n_classes)
+                                n_classes=n_classes, device_options=device_options)
         self.n_classes = int(n_classes)
         self.n_outputs = 1 if self.n_classes == 2 else self.n_classes
         gen = torch.Generator().manual_seed(init_seed)
@@ -309,8 +349,9 @@ class HybridClassifier(QuantumClassifier):
     :class:`QuantumClassifier` on the angles :math:`\pi\,\mathrm{sigmoid}(x)`.
 
     Args:
-        n_qubits, layers, device, shots, seed, recorder, init_scale, init_seed, depolarizing:
-            as in :class:`QuantumClassifier`.
+        n_qubits, layers, device, shots, seed, recorder, init_scale, init_seed: as in
+            :class:`QuantumClassifier`.
+        depolarizing, device_options: as in :class:`QuantumClassifier`.
         n_features: number of input features (default ``n_qubits``).
         n_classes: as in :class:`QuantumClassifier`; the output layer is
             ``Linear(n_outputs, n_outputs)``, initialised as the identity.
@@ -374,7 +415,7 @@ def make_neuron_qnode(*, device: str | qml.devices.Device = "default.qubit",
     """
     validate_shots(shots)
     if isinstance(device, str):
-        dev = qml.device(device, wires=1, seed=seed)
+        dev = make_device(device, 1, seed=seed)
     elif seed is not None:
         raise ValueError(f"`seed` is for a device made here; a device object has its own. "
                          f"Found seed={seed!r} with device={device!r}.")
@@ -415,7 +456,8 @@ class QuantumNeuronClassifier(_Predictions, torch.nn.Module):
     Args:
         n_features: number of input features :math:`d \ge 1`.
         n_classes: number of classes :math:`K \ge 2`.
-        device: a PennyLane device name. shots, seed, recorder: as in :func:`make_qnode`.
+        device: a PennyLane device name.
+        shots, seed, recorder, device_options: as in :func:`make_qnode`.
         init_scale: standard deviation of the noise on the rotation angles (≥ 0).
         init_seed: seed of that noise.
 
@@ -434,7 +476,7 @@ class QuantumNeuronClassifier(_Predictions, torch.nn.Module):
     def __init__(self, n_features: int, n_classes: int = 2, *, device: str = "default.qubit",
                  shots: int | None = 1000, seed: int | None = None,
                  recorder: ShotRecorder | None = None, init_scale: float = 0.01,
-                 init_seed: int = 0):
+                 init_seed: int = 0, device_options: dict | None = None):
         super().__init__()
         d = check_positive_int(n_features, "n_features")
         k = check_positive_int(n_classes, "n_classes")
@@ -449,7 +491,7 @@ class QuantumNeuronClassifier(_Predictions, torch.nn.Module):
             self.pre.weight.zero_()
             self.pre.bias.zero_()
         #: the one-wire device every output runs on (its shot generator is the model's)
-        self.device = qml.device(device, wires=1, seed=seed)
+        self.device = make_device(device, 1, seed=seed, options=device_options)
         gen = torch.Generator().manual_seed(init_seed)
 
         def init(tensor):

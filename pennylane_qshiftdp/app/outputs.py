@@ -210,9 +210,10 @@ def write_outputs(result: TrainResult, ledger: PrivacyLedger | None, out_dir: Pa
     epochs = [public_record(m, PUBLIC_EPOCH_FIELDS) for m in result.metrics]
     write_json(out_dir / "metrics.json", {
         "protected": "every value here is data-independent (step counts, the proven ε, the "
-                     "noise added, the clip norm) or computed from the released weights "
-                     "(test-split metrics); data-dependent diagnostics are only ever in "
-                     "diagnostics.json",
+                     "noise added, the clip norm, the planned cost) or computed from the "
+                     "released weights (test-split metrics); data-dependent diagnostics are "
+                     "only written with --diagnostics: to diagnostics.json, and the measured "
+                     "cost to cost.measured (NOT protected)",
         "test_split": {"examples": result.test_examples, "note": TEST_SPLIT_NOTE},
         "test_accuracy": result.test_accuracy,
         "test_balanced_accuracy": result.test_balanced_accuracy,
@@ -220,7 +221,7 @@ def write_outputs(result: TrainResult, ledger: PrivacyLedger | None, out_dir: Pa
         "majority_class_warning": result.majority_warning, "epsilon": result.epsilon,
         "steps": result.steps, "shots_per_circuit": result.shots, "device": result.device,
         "per_epoch": epochs, "per_step": records, "diagnostics": diagnostics,
-        "stopped_early": result.stopped_early})
+        "stopped_early": result.stopped_early, "cost": result.cost})
     if epochs:
         with open(out_dir / "metrics.csv", "w", newline="", encoding="utf-8") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(PUBLIC_EPOCH_FIELDS))

@@ -54,15 +54,24 @@ def _copies_of(results, t, per_tape, shots, num_new):
     return [list(c) if num_new > 1 else [c] for c in copies]
 
 
-def post_process_recording(results, *, tape, plans, num_tapes, per_tape, fn, recorder):
-    """Recover ``expval`` results, record statistics, and return PennyLane's gradient."""
+def post_process_recording(results, *, tape, plans, num_tapes, per_tape, fn, recorder,
+                           tape_shots=None):
+    """Recover ``expval`` results, record statistics, and return PennyLane's gradient.
+
+    ``tape_shots``: per shifted tape its shots (a shot budget split over the circuits), else
+    every tape has ``tape.shots``."""
     shots = tape.shots
     copy_shots = [int(s) for s in shots]
     num_new = sum(1 if p.kind == "two_point" else len(p.terms) for p in plans)
-    if any(s < 2 for s in copy_shots):
+    if tape_shots is not None and shots.has_partitioned_shots:
+        raise NotImplementedError("A shot budget does not support shot vectors.")
+    tape_copy_shots = ([copy_shots] * num_tapes if tape_shots is None
+                       else [[int(n)] for n in tape_shots])
+    if any(s < 2 for row in tape_copy_shots for s in row):
+        found = shots if tape_shots is None else sorted({int(n) for n in tape_shots})
         raise ValueError(
             f"Shot statistics need at least 2 shots per circuit to estimate a variance. "
-            f"Found shots={shots}."
+            f"Found shots={found}."
         )
 
     exp_results = []
@@ -75,7 +84,8 @@ def post_process_recording(results, *, tape, plans, num_tapes, per_tape, fn, rec
                 if plan.kind == "two_point":
                     value = row[k]
                     mean = np.asarray(qml.math.toarray(value), dtype=float)
-                    var, m4 = two_point_moments(mean, copy_shots[s], plan.lo, plan.hi)
+                    var, m4 = two_point_moments(mean, tape_copy_shots[t][s], plan.lo,
+                                                plan.hi)
                     k += 1
                 else:
                     samples = [np.asarray(qml.math.toarray(x), dtype=float)
@@ -96,11 +106,11 @@ def post_process_recording(results, *, tape, plans, num_tapes, per_tape, fn, rec
 
     grad = fn(exp_results)
     coeffs = coefficient_matrix(fn, tape, num_tapes)
-    _record(recorder, coeffs, stats, copy_shots, len(plans))
+    _record(recorder, coeffs, stats, tape_copy_shots, len(plans))
     return grad
 
 
-def _record(recorder, coeffs, stats, copy_shots, num_meas) -> None:
+def _record(recorder, coeffs, stats, tape_copy_shots, num_meas) -> None:
     params, tapes = np.nonzero(coeffs)
     cols: dict[str, list] = {
         k: [] for k in ("shots", "mean", "variance", "fourth_moment", "coefficient",
@@ -110,7 +120,7 @@ def _record(recorder, coeffs, stats, copy_shots, num_meas) -> None:
             for m in range(num_meas):
                 mean, var, m4 = (np.atleast_1d(a) for a in row[m])
                 n = mean.size
-                cols["shots"].append(np.full(n, copy_shots[s]))
+                cols["shots"].append(np.full(n, tape_copy_shots[t][s]))
                 cols["mean"].append(mean)
                 cols["variance"].append(var)
                 cols["fourth_moment"].append(m4)

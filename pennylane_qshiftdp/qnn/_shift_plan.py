@@ -18,6 +18,7 @@ import functools
 import warnings
 
 import numpy as np
+import pennylane as qml
 import torch
 
 from ..exceptions import SensitivityError
@@ -185,19 +186,26 @@ def shifted_tapes(fwd, rule: ShiftRule, np_params) -> list:
             for s, mps in zip(rule.shifts, rule.measurements, strict=True)]
 
 
-def execute_merged(fwd, rule: ShiftRule, device, *, analytic: bool) -> list:
-    """Forward and shifted circuits, per group of circuits with the same measurements one
-    merged evaluation (one group for expval models): analytic (``shots=None``) or by
-    exact-law sampling."""
+def execute_merged(fwd, rule: ShiftRule, device, *, analytic: bool,
+                   shifted_shots: list[int] | None = None) -> list:
+    """Forward and shifted circuits, per group of circuits with the same measurements (and
+    shots) one merged evaluation (one group for expval models): analytic (``shots=None``) or
+    by exact-law sampling, the shifted circuits with ``shifted_shots`` each if given (a shot
+    budget, :mod:`._budget`), else with the forward circuit's shots."""
     results = [None] * (1 + rule.num_tapes)
     n_op = len(_op_params(fwd))
+    shots = [fwd.shots] + ([fwd.shots] * rule.num_tapes if shifted_shots is None
+                           else [qml.measurements.Shots(int(n)) for n in shifted_shots])
     for mps, idx, offsets in rule.groups:
-        template = fwd.copy(measurements=mps)
-        obs_params = template.get_parameters(trainable_only=False)[n_op:]
-        full = list(offsets) + [np.zeros((len(idx), *np.shape(p))) for p in obs_params]
-        for c, r in zip(idx, execute_offsets(template, full, device,
-                                                       analytic=analytic), strict=True):
-            results[c] = r
+        for count in dict.fromkeys(shots[c] for c in idx):
+            pos = [k for k, c in enumerate(idx) if shots[c] == count]
+            template = fwd.copy(measurements=mps, shots=count)
+            obs_params = template.get_parameters(trainable_only=False)[n_op:]
+            full = [o[pos] for o in offsets] + [np.zeros((len(pos), *np.shape(p)))
+                                                for p in obs_params]
+            for k, r in zip(pos, execute_offsets(template, full, device, analytic=analytic),
+                            strict=True):
+                results[idx[k]] = r
     return results
 
 

@@ -56,6 +56,7 @@ from ..gradients.shot_statistics import ShotRecorder, active_recorder
 from ..sampling.exact_law import execute_exact_law
 from ..sampling.modes import shot_sampling
 from ._adjoint import adjoint_jacobian
+from ._budget import execute_by_shots, shifted_shots
 from ._shift_plan import (
     execute_merged,
     param_dependencies,
@@ -596,24 +597,27 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
     rep = fwd.bind_new_parameters(unbroadcast(np_params, broadcast), list(range(len(np_params))))
     rep.trainable_params = diff_idx
     rule = shift_rule(layer, rep, diff_idx, x_idx)
+    budget = shifted_shots(qnode, rule, rep)  # None without a shot budget (module _budget)
     if exact:
         # Analytic circuits merged into broadcast tapes, estimates drawn from the exact law
         # (it refuses the observables that recording would rewrite into samples).
-        results = execute_merged(fwd, rule, device, analytic=False)
+        results = execute_merged(fwd, rule, device, analytic=False, shifted_shots=budget)
     elif not tape.shots and recorder is None:
         # Analytic: the same merged, light-cone-pruned, gate-fused tapes, read analytically.
         results = execute_merged(fwd, rule, device, analytic=True)
     else:
         shifted = shifted_tapes(fwd, rule, np_params)
+        if budget is not None:
+            shifted = [t.copy(shots=n) for t, n in zip(shifted, budget, strict=True)]
         if recorder is not None:
             shifted, per_tape = rewrite_for_recording(shifted, plans, tape.shots)
-        results = qml.execute([fwd, *shifted], device, diff_method=None)
+        results = execute_by_shots([fwd, *shifted], device)
     out, sizes = _flat(results[0], res_batch, num_meas)
     if recorder is not None:
         rep_b = rep.copy()
         grad = post_process_recording(results[1:], tape=rep_b, plans=plans,
                                        num_tapes=rule.num_tapes, per_tape=per_tape, fn=rule.fn,
-                                       recorder=recorder)
+                                       recorder=recorder, tape_shots=budget)
     else:
         grad = rule.fn(results[1:])
     jac = _jacobian_array(grad, res_batch, num_meas, len(diff_idx))
@@ -647,3 +651,10 @@ def _evaluation(out, jac, batch, bad, weight_rows, wjac, input_rows, input_jacs,
         output_scalars=scalars,
         route=route,
     )
+
+
+def prepared_batch(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, input_grad: bool):
+    """The batch's broadcast forward tape and its differentiated parameters, as
+    :func:`evaluate_layer` prepares them (nothing is executed): what
+    :mod:`~pennylane_qshiftdp.qnn.circuit_count` counts a step's circuits from."""
+    return _prepare(layer, inputs, input_grad)

@@ -25,7 +25,7 @@ import pennylane as qml
 import torch
 
 from .. import _compat
-from . import _outputs
+from . import _outputs, circuit_count
 from ._caches import CACHE_SLOT
 from .evaluation import PendingEvaluations, finite_rows
 from .private_qnode import check_private_qnode, uses_private_transform
@@ -147,6 +147,9 @@ class TorchLayer(qml.qnn.TorchLayer):
                 "(grad_sample_mode='functorch')"))
         if not uses_private_transform(self.qnode):  # changed after construction: PennyLane's
             return super().forward(inputs)
+        planned = circuit_count.planned_forward(self, inputs)  # counting, nothing runs
+        if planned is not None:
+            return planned
         grad = torch.is_grad_enabled() and (inputs.requires_grad
                                             or any(w.requires_grad for w in weights))
         batched = inputs.ndim > 1

@@ -22,7 +22,9 @@ sample are functions of its mean, :func:`~.two_point_moments`). Derived here (el
   a model), :func:`shot_sampling`, :func:`device_generator`;
 * :mod:`.exact_law`: :func:`execute_exact_law` (analytic execution, then the draws);
 * :mod:`.draws`: the draws of each group of measurements that share shots;
-* :mod:`.merging`: circuits differing only in parameters run as a few broadcast tapes.
+* :mod:`.merging`: circuits differing only in parameters run as a few broadcast tapes;
+* :mod:`.allocation`: :func:`set_shot_budget`, a per-example shot budget split over the
+  parameter-shift circuits ∝ |shift coefficient| (:func:`split_shots`).
 
 Example::
 
@@ -30,6 +32,7 @@ Example::
     use_exact_law(model)
 """
 
+from .allocation import set_shot_budget, set_step_shot_budget, shot_budget, split_shots
 from .draws import draw_two_point
 from .exact_law import execute_exact_law
 from .modes import (
@@ -45,7 +48,11 @@ __all__ = [
     "draw_two_point",
     "device_generator",
     "execute_exact_law",
+    "set_shot_budget",
     "set_shot_sampling",
+    "set_step_shot_budget",
+    "shot_budget",
     "shot_sampling",
+    "split_shots",
     "use_exact_law",
 ]

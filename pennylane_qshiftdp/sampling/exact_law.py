@@ -44,7 +44,7 @@ from .merging import (
 )
 from .modes import device_generator
 
-__all__ = ["execute_exact_law", "execute_offsets"]
+__all__ = ["execute_exact_law", "execute_offsets", "simulates_with_kernels"]
 
 def _as_rows(result, num_meas):
     return [result] if num_meas == 1 else list(result)
@@ -169,9 +169,10 @@ def _execute(template, param_sets, device, max_amplitudes=MAX_MERGED_AMPLITUDES,
     chunks = None
     per_group: list[list[np.ndarray]] = [[] for _ in analytic_mps]
     direct = None
-    if tapes is None and broadcasts_natively(device):
-        default_qubit = type(device) is qml.devices.DefaultQubit
-        if default_qubit and offsets:
+    kernels = simulates_with_kernels(device)
+    natively = broadcasts_natively(device)
+    if tapes is None and (kernels or natively):
+        if kernels and offsets:
             direct = _run_shifts(device, template, offsets, analytic_mps, max_amplitudes,
                                  per_group)
         if offsets is not None:
@@ -181,10 +182,10 @@ def _execute(template, param_sets, device, max_amplitudes=MAX_MERGED_AMPLITUDES,
         else:
             n_circ = len(param_sets)
             stacked = stacked_parameters(template, param_sets, beff)
-        if direct is None and default_qubit and stacked is not None:
+        if direct is None and kernels and stacked is not None:
             direct = _run_stacked(device, template, stacked, n_circ, analytic_mps,
                                   max_amplitudes, per_group)
-        if direct is None:
+        if direct is None and natively:
             chunks = merged_tapes(template, stacked, n_circ, analytic_mps, max_amplitudes,
                                    fuse=fuses_gates(device))
     if direct is not None:
@@ -344,12 +345,31 @@ def _in_threads(simulate, start: int, stop: int, amplitudes_per_row: int, *, row
             for i in range(len(parts[0][0]))], True
 
 
-def _run(device, tapes) -> list:
-    """Analytic results of ``tapes`` on ``device``: on default.qubit (the exact class) by the
-    batched kernels of :func:`~pennylane_qshiftdp.sampling._state_vector.simulate_tapes`
-    (recorded on the device's tracker as its own execution would be), elsewhere, or for what
-    the kernels do not cover, by :func:`pennylane.execute`."""
+def simulates_with_kernels(device) -> bool:
+    """Whether the analytic circuits of exact-law sampling and analytic parameter shift on
+    ``device`` are simulated by the product's batched state-vector kernels
+    (:mod:`._state_vector`) rather than executed by the device: on PennyLane's state-vector
+    simulators default.qubit and lightning.qubit (the exact classes: a subclass could add noise
+    in its preprocessing). Both compute the same exact state and outcome law (to float
+    rounding); lightning.qubit does not vectorise broadcast tapes, so its own execution of the
+    2P + 1 circuits per example was 20 times slower than the kernels (benchmarks/RESULTS.md
+    §12). The device's own sampling (``shot_sampling="device"``) is never replaced."""
     if type(device) is qml.devices.DefaultQubit:
+        return True
+    try:
+        from pennylane_lightning.lightning_qubit import LightningQubit
+    except ImportError:  # pragma: no cover - lightning is a dependency
+        return False
+    return type(device) is LightningQubit
+
+
+def _run(device, tapes) -> list:
+    """Analytic results of ``tapes`` on ``device``: on default.qubit and lightning.qubit (the
+    exact classes, :func:`simulates_with_kernels`) by the batched kernels of
+    :func:`~pennylane_qshiftdp.sampling._state_vector.simulate_tapes` (recorded on the device's
+    tracker as default.qubit's own execution would be), elsewhere, or for what the kernels do
+    not cover, by :func:`pennylane.execute`."""
+    if simulates_with_kernels(device):
         results = simulate_tapes(tapes)
         if results is not None:
             track_execution(device, tapes, results)

@@ -421,7 +421,10 @@ def test_default_outputs_of_neighbouring_data_sets_differ_only_in_the_dp_release
         ("dataset_size",), ("extra", "provenance", "training_examples"))} | {
         ("checkpoint.pt", "ledger", "dataset_size"),
         ("checkpoint.pt", "ledger", "extra", "provenance", "training_examples"),
-        ("privacy_statement.txt", "Sampling")}
+        ("privacy_statement.txt", "Sampling")} | {
+        # the cost plan: the expected batch qN times the circuits (shots) per example
+        ("metrics.json", "cost", "estimated", k) for k in (
+            "circuits_per_step", "shots_per_step", "total_circuits", "total_shots")}
     diff = _differing(a, b)
     assert diff <= release | public_n, diff - release - public_n
     assert ("checkpoint.pt", "model", "qlayer.weights", "*", "*", "*") in diff  # it trained

@@ -217,6 +217,56 @@ def test_lightning_qubit_exact_law(monkeypatch):
     assert np.allclose(out * shots, np.rint(out * shots))
 
 
+@pytest.mark.parametrize("shots", [50, None])
+def test_lightning_qubit_uses_the_state_vector_kernels(shots):
+    """Exact-law draws (and analytic parameter shift) on lightning.qubit come from the
+    product's kernels, as on default.qubit: with the same generator state the two devices give
+    the same outputs and Jacobians bit for bit (lightning's own execution of every circuit was
+    20 times slower, benchmarks/RESULTS.md §12), the tracker counts the same circuits, and the
+    kernels' values are lightning's own analytic values to float precision."""
+    x = _inputs(6)
+    layers = {}
+    for name in ("default.qubit", "lightning.qubit"):
+        layer = _layer(shots, 3, device=name)
+        if shots:
+            sampling.use_exact_law(layer, seed=8)
+        set_gradient_route(layer, "parameter_shift")  # analytic: the merged circuits
+        layers[name] = layer
+    assert exact_law.simulates_with_kernels(layers["lightning.qubit"].qnode.device)
+    evs, totals = {}, {}
+    for name, layer in layers.items():
+        with qml.Tracker(layer.qnode.device) as tracker:
+            evs[name] = evaluate_layer(layer, x)
+        totals[name] = (tracker.totals["executions"], tracker.totals["batches"])
+    a, b = evs["default.qubit"], evs["lightning.qubit"]
+    assert torch.equal(a.outputs, b.outputs) and torch.equal(a.jacobian, b.jacobian)
+    assert totals["default.qubit"] == totals["lightning.qubit"] == (6 * 13, 1)
+    # against lightning.qubit's own analytic execution of PennyLane's parameter-shift circuits
+    own = _layer(None, 0, device="lightning.qubit")
+    own.load_state_dict(layers["lightning.qubit"].state_dict())
+    own.qnode.diff_method = "parameter-shift"
+    w = own.weights.detach().clone().requires_grad_(True)
+    out = own.qnode(x[:1], w)
+    (grad,) = torch.autograd.grad(out.sum(), w)
+    analytic = _layer(None, 0, device="lightning.qubit")
+    analytic.load_state_dict(own.state_dict())
+    set_gradient_route(analytic, "parameter_shift")
+    ev = evaluate_layer(analytic, x[:1])
+    np.testing.assert_allclose(ev.outputs[0, 0].item(), out.item(), atol=1e-12)
+    np.testing.assert_allclose(ev.per_example_weight_grads(torch.ones(1, 1))[0].numpy(),
+                               grad.reshape(-1).numpy(), atol=1e-12)
+
+
+def test_lightning_device_sampling_stays_on_the_device():
+    """shot_sampling="device": lightning.qubit samples every shot itself (one tape per circuit
+    and example after its broadcast expansion), nothing is simulated by the kernels."""
+    layer = _layer(30, 1, device="lightning.qubit")
+    with qml.Tracker(layer.qnode.device) as tracker:
+        evaluate_layer(layer, _inputs(3))
+    assert tracker.totals["simulations"] == tracker.totals["executions"] == 3 * 13
+    assert tracker.totals["shots"] == 3 * 13 * 30
+
+
 def test_default_mixed_with_device_noise():
     """default.mixed (the depolarizing model): merged analytic evaluation, CLT bounds."""
     from pennylane_qshiftdp.app.models import QuantumClassifier

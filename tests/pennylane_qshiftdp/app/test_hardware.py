@@ -1,0 +1,247 @@
+"""``qshiftdp train`` on any PennyLane device: the cost before the run (``--dry-run``), budgets,
+the measured cost, shot budgets, devices that cannot be seeded (qiskit.aer)."""
+
+import importlib.util
+import json
+import math
+import re
+
+import pytest
+
+from pennylane_qshiftdp.app import job as job_module
+from pennylane_qshiftdp.app.cli import main
+from pennylane_qshiftdp.cost import COST_KEYS
+
+HAS_QISKIT = importlib.util.find_spec("pennylane_qiskit") is not None
+
+# digits 0 vs 1: 270 training examples, batch 32 -> q = 1/9, expected batch 30, 9 steps/epoch
+_TINY = ["train", "--device", "default.qubit", "--qubits", "2", "--layers", "1", "--epochs", "1",
+         "--batch-size", "32", "--shots", "50", "--seeded-noise", "--no-progress"]
+_EXPECTED_BATCH = 270 / math.ceil(270 / 32)
+_CIRCUITS_PER_EXAMPLE = 1 + 2 * 6  # forward + two per rotation angle (1 layer, 2 qubits)
+
+
+def _dry_run(capsys, *argv):
+    code = main([*argv, "--dry-run"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    [line] = out.out.strip().splitlines()  # one JSON object, nothing else on stdout
+    return json.loads(line)
+
+
+def test_dry_run_prints_the_plan_as_one_json_object(capsys, tmp_path):
+    plan = _dry_run(capsys, *_TINY, "--no-probe", "--output-dir", str(tmp_path / "run"))
+    assert list(plan) == list(COST_KEYS)
+    assert plan["circuits_per_step"] == pytest.approx(_EXPECTED_BATCH * _CIRCUITS_PER_EXAMPLE)
+    assert plan["shots_per_step"] == pytest.approx(50 * plan["circuits_per_step"])
+    assert plan["device_batches_per_step"] == 1 and plan["steps"] == 9
+    assert plan["total_circuits"] == pytest.approx(9 * plan["circuits_per_step"])
+    assert plan["total_shots"] == pytest.approx(9 * plan["shots_per_step"])
+    assert plan["seconds_per_step"] is None and plan["total_seconds"] is None
+    assert not (tmp_path / "run").exists()  # nothing trained, nothing written
+    probed = _dry_run(capsys, *_TINY, "--output-dir", str(tmp_path / "run"))
+    assert probed["seconds_per_step"] > 0
+    assert probed["total_seconds"] == pytest.approx(9 * probed["seconds_per_step"])
+    assert {k: probed[k] for k in COST_KEYS[:6]} == {k: plan[k] for k in COST_KEYS[:6]}
+
+
+def test_dry_run_of_the_neuron_model_counts_every_output(capsys):
+    """iris (3 classes): one one-qubit layer per output, each with an input gradient."""
+    plan = _dry_run(capsys, "train", "--dataset", "iris", "--no-probe")
+    n_train = 112  # 150 examples, a quarter held out
+    expected = n_train / math.ceil(n_train / 64)
+    assert plan["circuits_per_step"] == pytest.approx(3 * expected * (1 + 2 * (3 + 1)))
+    assert plan["device_batches_per_step"] == 3 and plan["steps"] == 10 * 2
+
+
+def test_budgets_refuse_the_plan_before_any_circuit_runs(capsys, tmp_path, monkeypatch):
+    def no_make_private(*args, **kwargs):
+        raise AssertionError("make_private ran (it runs circuits): the plan was not refused")
+
+    monkeypatch.setattr(job_module, "_make_private", no_make_private)
+    out_dir = tmp_path / "run"
+    total = 9 * _EXPECTED_BATCH * _CIRCUITS_PER_EXAMPLE
+    code = main([*_TINY, "--max-circuits", str(int(total) - 1), "--output-dir", str(out_dir)])
+    err = capsys.readouterr().err
+    assert code == 2 and f"The planned run needs {total:,.0f} circuits (--max-circuits" in err
+    assert "Nothing was run." in err and not out_dir.exists()
+    code = main([*_TINY, "--max-shots", "1000", "--dry-run", "--no-probe"])
+    assert code == 2 and "shots (--max-shots 1,000)" in capsys.readouterr().err
+    code = main([*_TINY, "--max-shots", "0", "--dry-run"])
+    assert code == 2 and "must be a positive integer" in capsys.readouterr().err
+    monkeypatch.undo()
+    assert main([*_TINY, "--max-circuits", str(int(total) + 1), "--dry-run", "--no-probe"]) == 0
+
+
+def test_no_probe_goes_with_dry_run(capsys):
+    assert main([*_TINY, "--no-probe"]) == 2
+    assert "--no-probe goes with --dry-run" in capsys.readouterr().err
+
+
+def _run(capsys, tmp_path, *argv):
+    out_dir = tmp_path / "run"
+    code = main([*_TINY, *argv, "--output-dir", str(out_dir)])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    return out.out, json.loads((out_dir / "metrics.json").read_text()), out_dir
+
+
+def test_metrics_hold_the_plan_and_with_diagnostics_the_measured_cost(capsys, tmp_path):
+    _, metrics, _ = _run(capsys, tmp_path / "a")
+    cost = metrics["cost"]
+    assert list(cost["estimated"]) == list(COST_KEYS) and cost["measured"] is None
+    assert cost["estimated"]["circuits_per_step"] == pytest.approx(
+        _EXPECTED_BATCH * _CIRCUITS_PER_EXAMPLE)
+    assert "NOT protected" in cost["note"] and "only with --diagnostics" in cost["note"]
+    _, metrics, out_dir = _run(capsys, tmp_path / "b", "--diagnostics")
+    measured = metrics["cost"]["measured"]
+    assert list(measured) == list(COST_KEYS) and measured["steps"] == 9
+    sizes = [r["batch_examples"] for r in json.loads(
+        (out_dir / "diagnostics.json").read_text())["per_step"]]
+    # the tracker's count: the circuits per example times each step's realised batch
+    assert measured["total_circuits"] == _CIRCUITS_PER_EXAMPLE * sum(sizes)
+    assert measured["total_shots"] == 50 * measured["total_circuits"]
+    assert measured["device_batches_per_step"] == pytest.approx(
+        sum(b > 0 for b in sizes) / len(sizes))
+
+
+def test_the_progress_bar_shows_planned_shots_unless_diagnostics(monkeypatch, tmp_path):
+    seen = []
+
+    class Bar:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def update(self, n):
+            pass
+
+        def set_postfix_str(self, text, refresh=True):
+            seen.append(text)
+
+        def set_postfix(self, **kwargs):
+            pass
+
+        def close(self):
+            pass
+
+    import tqdm.auto
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", Bar)
+    config = job_module.TrainConfig(device="default.qubit", qubits=2, layers=1, epochs=1,
+                                    expected_batch_size=32, shots=50, secure_mode=False)
+    job_module.train(config, progress=True)
+    per_step = 50 * _EXPECTED_BATCH * _CIRCUITS_PER_EXAMPLE
+    assert seen[-1] == f"shots ≈ {9 * per_step:,.0f} (planned)"
+    seen.clear()
+    import dataclasses
+
+    result = job_module.train(dataclasses.replace(config, diagnostics=True), progress=True)
+    assert seen[-1] == f"shots {result.training_shots:,}"
+
+
+def test_a_shot_budget_through_the_cli(capsys, tmp_path):
+    """--shot-budget 9000: 300 shots per example over the expected batch of 30, 25 for each of
+    the 12 shifted circuits (two-term rules: equal shares)."""
+    plan = _dry_run(capsys, *_TINY, "--shot-budget", "9000", "--no-probe")
+    assert plan["shots_per_step"] == pytest.approx(_EXPECTED_BATCH * (50 + 12 * 25))
+    assert plan["device_batches_per_step"] == 2  # forward circuits (50 shots), shifted (25)
+    out, _, out_dir = _run(capsys, tmp_path, "--shot-budget", "9000")
+    ledger = json.loads((out_dir / "ledger.json").read_text())
+    [layer] = ledger["extra"]["provenance"]["shot_allocation"]
+    assert [c["shots"] for c in layer["circuits"]] == [25] * 12
+    assert "Shot budget: 9000 shots per step" in out
+    code = main([*_TINY, "--shots", "0", "--shot-budget", "100", "--dry-run"])
+    assert code == 2 and "`--shot-budget` splits finite shots" in capsys.readouterr().err
+
+
+def test_noise_model_errors_name_the_flag(capsys):
+    code = main([*_TINY, "--noise-model", "FakeManilaV2", "--dry-run"])
+    assert code == 2
+    assert "`--noise-model` is a noise model of Qiskit's simulator; it needs " \
+           "device='qiskit.aer'. Found device='default.qubit'." in capsys.readouterr().err
+
+
+def test_make_device_seeds_only_the_simulators_that_take_a_seed():
+    from pennylane_qshiftdp.app.models import SEEDED_DEVICES, make_device
+
+    assert make_device("default.qubit", 1, seed=4)._rng is not None
+    dev_a, dev_b = make_device("lightning.qubit", 1, seed=4), make_device("lightning.qubit", 1,
+                                                                          seed=4)
+    assert dev_a._rng.random() == dev_b._rng.random()
+    assert "qiskit.aer" not in SEEDED_DEVICES and "braket.local.qubit" not in SEEDED_DEVICES
+
+
+@pytest.mark.skipif(not HAS_QISKIT, reason="pennylane-qiskit is not installed")
+def test_qiskit_aer_settings_refused_before_training(capsys):
+    base = ["train", "--dataset", "iris", "--device", "qiskit.aer", "--shot-sampling", "device",
+            "--shots", "20", "--dry-run", "--no-probe"]
+    code = main([*base, "--noise-model", "FakeNowhereV2"])
+    err = capsys.readouterr().err
+    assert code == 2 and "`--noise-model` must name a backend of " \
+        "qiskit_ibm_runtime.fake_provider, e.g." in err
+    code = main([*base, "--model", "quantum", "--qubits", "2", "--classes", "setosa,versicolor",
+                 "--credit", "adaptive", "--beta", "1e-6"])
+    err = capsys.readouterr().err
+    assert code == 2 and "device 'qiskit.aer' samples its shots with a generator the job " \
+        "cannot seed" in err
+    code = main([*base, "--shot-sampling", "exact_law"])
+    assert code == 2 and "has none. Use shot_sampling='device'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_QISKIT, reason="pennylane-qiskit is not installed")
+def test_iris_trains_on_qiskit_aer_and_the_dry_run_matches_the_tracker(capsys, tmp_path):
+    """``qshiftdp train --device qiskit.aer --shot-sampling device`` on iris, one epoch: the
+    dry run's circuits per step within 10 % of the mean the device's tracker measured.
+
+    The neuron family's settings for two classes (versicolor against virginica: 75 training
+    examples, loader batch 64, so q = 1/2, expected batch 37.5, 2 steps) and one epoch: 9
+    circuits per example (the forward circuit, two per rotation angle and two for the input
+    angle), about 680 in all (qiskit.aer transpiles each: 0.1 to 0.25 s here). Per step the
+    count is exactly 9 B_t; the measured mean is 9 times the realised mean batch, whose
+    relative standard deviation is sqrt((1 - q)/(N · epochs)) = 8 %: the 10 % check holds for
+    the job's default seed 0 (1.3 % off; seeds 1 and 2 give 5 % and 11 %).
+    """
+    argv = ["train", "--dataset", "iris", "--classes", "versicolor,virginica", "--epochs", "1",
+            "--device", "qiskit.aer", "--shot-sampling", "device", "--shots", "100",
+            "--seeded-noise", "--no-progress"]
+    plan = _dry_run(capsys, *argv, "--no-probe")
+    assert plan["circuits_per_step"] == pytest.approx(37.5 * 9) and plan["steps"] == 2
+    out_dir = tmp_path / "run"
+    code = main([*argv, "--diagnostics", "--output-dir", str(out_dir)])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    metrics = json.loads((out_dir / "metrics.json").read_text())
+    measured = metrics["cost"]["measured"]
+    sizes = [r["batch_examples"] for r in json.loads(
+        (out_dir / "diagnostics.json").read_text())["per_step"]]
+    assert measured["total_circuits"] == 9 * sum(sizes)
+    assert measured["total_shots"] == 100 * measured["total_circuits"]
+    assert measured["device_batches_per_step"] == pytest.approx(
+        sum(b > 0 for b in sizes) / len(sizes))  # one job per non-empty step
+    assert abs(plan["circuits_per_step"] - measured["circuits_per_step"]) <= \
+        0.1 * measured["circuits_per_step"]
+    assert "evaluated analytically on default.qubit" in out.out
+    assert re.search(r"Shots sampled by qiskit.aer with a generator of the device's own",
+                     out.out)
+    assert 0.0 <= metrics["test_accuracy"] <= 1.0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_QISKIT, reason="pennylane-qiskit is not installed")
+def test_qiskit_aer_with_a_fake_backend_noise_model(capsys, tmp_path):
+    """A step on qiskit.aer with FakeManilaV2's noise model (offline), counted as planned."""
+    argv = ["train", "--dataset", "iris", "--classes", "versicolor,virginica", "--test-size",
+            "0.9", "--batch-size", "5", "--epochs", "1", "--device", "qiskit.aer",
+            "--noise-model", "FakeManilaV2", "--shot-sampling", "device", "--shots", "50",
+            "--seeded-noise", "--no-progress", "--diagnostics"]
+    code = main([*argv, "--output-dir", str(tmp_path / "run")])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    sizes = [r["batch_examples"] for r in json.loads(
+        (tmp_path / "run" / "diagnostics.json").read_text())["per_step"]]
+    assert metrics["cost"]["measured"]["total_circuits"] == 9 * sum(sizes)
+    ledger = json.loads((tmp_path / "run" / "ledger.json").read_text())
+    assert ledger["extra"]["noise_model"].startswith("FakeManilaV2 (qiskit_ibm_runtime")
+    assert "noise_model" in out.out  # in the statement's details
