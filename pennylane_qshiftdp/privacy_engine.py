@@ -524,8 +524,11 @@ def _prepare_shot_budget(model: _Model, sampling: _Sampling, example,
     from .cost import plan_layers
     from .sampling.allocation import set_step_shot_budget
 
-    per_example = set_step_shot_budget(model.module, shot_budget,
-                                       expected_batch_size=sampling.expected_batch_size)
+    # the expected number of examples per step: q·N where N is public (declared, or the data
+    # set's length treated as public), else the declared public batch size b
+    expected = (sampling.sample_rate * sampling.public_n if sampling.public_n is not None
+                else sampling.expected_batch_size)
+    per_example = set_step_shot_budget(model.module, shot_budget, expected_batch_size=expected)
     layers = []
     for plan in plan_layers(model.module, example):
         shots = plan.cost.shots_per_circuit or ()  # finite shots: set_step_shot_budget checked
@@ -536,7 +539,7 @@ def _prepare_shot_budget(model: _Model, sampling: _Sampling, example,
                          for t, ((i, c), n) in enumerate(zip(
                              plan.cost.shift_coefficients or (), shots[1:], strict=True))]})
     summary = {"shots_per_step": int(shot_budget), "shots_per_example": per_example,
-               "expected_batch_size": sampling.expected_batch_size,
+               "expected_batch_size": expected,
                "split": "per example over the expected batch, per circuit in proportion to its "
                         "largest |shift coefficient| (rounded down)"}
     return summary, {"shot_allocation": layers}

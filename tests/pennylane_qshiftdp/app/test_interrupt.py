@@ -106,7 +106,8 @@ def test_the_interrupted_run_ends_with_its_summary_line(interrupted):
 
     assert lines[-1] == (
         f"privacy: (ε = {format_epsilon(metrics['epsilon'])}, δ = 1e-05) proven · "
-        f"add/remove-one adjacency · dp-accounting PLD accountant · {STOP_AFTER} of 27 planned steps "
+        f"add/remove-one adjacency · dp-accounting PLD accountant · "
+        f"{STOP_AFTER} of 27 planned steps "
         f"(interrupted: --resume continues the run) · full statement: "
         f"{run / 'privacy_statement.txt'}")
     assert ledger["steps"] == STOP_AFTER

@@ -42,7 +42,8 @@ def test_every_run_ends_with_the_summary_of_its_ledger(tmp_path, capsys):
     metrics = json.loads((out_dir / "metrics.json").read_text())
     last = out.rstrip("\n").splitlines()[-1]
     assert last == (f"privacy: (ε = {format_epsilon(metrics['epsilon'])}, δ = 1e-05) proven · "
-                    f"replace-one adjacency · dp-accounting PLD accountant · {ledger['steps']} steps · "
+                    f"replace-one adjacency · dp-accounting PLD accountant · "
+                    f"{ledger['steps']} steps · "
                     f"full statement: {out_dir / 'privacy_statement.txt'}")
     # the full statement is in the run directory; the console has its first line only
     statement = (out_dir / "privacy_statement.txt").read_text().splitlines()
