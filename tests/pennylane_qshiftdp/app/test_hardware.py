@@ -222,9 +222,11 @@ def test_iris_trains_on_qiskit_aer_and_the_dry_run_matches_the_tracker(capsys, t
         sum(b > 0 for b in sizes) / len(sizes))  # one job per non-empty step
     assert abs(plan["circuits_per_step"] - measured["circuits_per_step"]) <= \
         0.1 * measured["circuits_per_step"]
-    assert "evaluated analytically on default.qubit" in out.out
+    statement = (out_dir / "privacy_statement.txt").read_text()
+    assert "evaluated analytically on default.qubit" in out.out  # the test accuracy line
     assert re.search(r"Shots sampled by qiskit.aer with a generator of the device's own",
-                     out.out)
+                     statement)
+    assert "privacy_statement.txt" in out.out.strip().splitlines()[-1]
     assert 0.0 <= metrics["test_accuracy"] <= 1.0
 
 
@@ -245,4 +247,5 @@ def test_qiskit_aer_with_a_fake_backend_noise_model(capsys, tmp_path):
     assert metrics["cost"]["measured"]["total_circuits"] == 9 * sum(sizes)
     ledger = json.loads((tmp_path / "run" / "ledger.json").read_text())
     assert ledger["extra"]["noise_model"].startswith("FakeManilaV2 (qiskit_ibm_runtime")
-    assert "noise_model" in out.out  # in the statement's details
+    statement = (tmp_path / "run" / "privacy_statement.txt").read_text()
+    assert "noise_model" in statement  # in the statement's details
