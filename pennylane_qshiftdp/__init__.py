@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # the static view (type checkers, the API docs); at run time:
     from .gradients.shot_statistics import ShotRecorder, ShotStatistics
     from .optimizers.optimizer import QShiftDPOptimizer
     from .optimizers.public_clip import domain_gradient_bound
-    from .privacy_engine import make_private
+    from .privacy_engine import default_clip_mode, make_private
     from .qnn.evaluation import evaluate_layer
     from .qnn.private_qnode import check_private_qnode
     from .sampling.modes import set_shot_sampling, use_exact_law
@@ -52,7 +52,7 @@ _LIBRARY = {
     "PrivacyLedger": "accountants.ledger",
     "calibrate_noise_multiplier": "accountants.calibration",
     "compute_epsilon": "accountants.calibration", "plan_shots": "accountants.calibration",
-    "make_private": "privacy_engine",
+    "make_private": "privacy_engine", "default_clip_mode": "privacy_engine",
     "CostEstimate": "cost", "estimate_cost": "cost",
     "PrivacyBudgetExceededError": "exceptions", "PrivacyWarning": "exceptions",
     "SensitivityError": "exceptions", "UnsupportedMeasurementError": "exceptions",
@@ -118,6 +118,7 @@ __all__ = [
     "TrainConfig",
     "TrainResult",
     "calibrate_noise_multiplier",
+    "default_clip_mode",
     "domain_gradient_bound",
     "estimate_cost",
     "plan_shots",

@@ -12,9 +12,11 @@ registry (dp-accounting's PLD by default) for (ε, δ, epochs) and charged to th
 
 The guarantee holds for any training loop that calls ``optimizer.step()`` once per backward
 pass over one batch of the returned loader, and any loss that is a sum or mean of per-example
-terms: clipping at ``C`` is enforced in the optimizer. ``max_grad_norm="certified"`` (default)
-sets ``C`` to the a-priori bound Δ of the parameter-shift gradient (Q-ShiftDP: for a certified
-model and the declared loss no clip binds).
+terms: clipping at ``C`` is enforced in the optimizer. ``max_grad_norm="certified"`` (the
+default for a model whose only trainable layer is one TorchLayer) sets ``C`` to the a-priori
+bound Δ of the parameter-shift gradient (Q-ShiftDP: for a certified model and the declared loss
+no clip binds); a hybrid model without a classical clip gets automatic clipping (Bu et al.,
+arXiv:2206.07136), which has no clip norm to tune.
 
 Nothing the release divides by or samples with depends on the private data: the noisy sum is
 divided by a public constant b (the loader's ``batch_size`` or a declared
@@ -74,11 +76,17 @@ from .optimizers.optimizer import QShiftDPOptimizer
 from .optimizers.public_clip import domain_gradient_bound
 
 __all__ = [
-    "make_private", "check_per_example_loss", "CLIP_MODES", "DEFAULT_PROVEN_EPSILON_FACTOR",
+    "make_private", "check_per_example_loss", "default_clip_mode", "CLIP_MODES",
+    "AUTOMATIC_CLIPPING_GAMMA", "DEFAULT_PROVEN_EPSILON_FACTOR",
 ]
 
-#: Accepted string values of ``max_grad_norm`` (a positive float is fixed DP-SGD clipping).
-CLIP_MODES = ("certified", "public", "adaptive")
+#: Accepted string values of ``max_grad_norm`` (a positive float is fixed DP-SGD clipping;
+#: ``None`` chooses from the model's structure, :func:`default_clip_mode`).
+CLIP_MODES = ("certified", "public", "adaptive", "automatic")
+
+#: Stability constant γ of automatic clipping, in units of C (Bu et al., arXiv:2206.07136,
+#: who use 0.01 throughout): a per-example gradient g is scaled by 1/(‖g‖ + γ).
+AUTOMATIC_CLIPPING_GAMMA = 0.01
 
 #: With shot-noise credit, the artificial noise never drops below the level that alone gives
 #: ε = factor × target ε (docs/noise.md, "Noise floor").
@@ -157,7 +165,9 @@ def _check_arguments(*, module, optimizer, target_epsilon, adjacency, secure_mod
     if variance_floor_source not in ("proven", "declared"):
         raise ValueError(f"`variance_floor_source` must be 'proven' or 'declared'. Found "
                          f"{variance_floor_source!r}.")
-    if isinstance(max_grad_norm, str):
+    if max_grad_norm is None:
+        pass
+    elif isinstance(max_grad_norm, str):
         if max_grad_norm not in CLIP_MODES:
             raise ValueError(f"`max_grad_norm` must be one of {CLIP_MODES} or a positive float. "
                              f"Found {max_grad_norm!r}.")
@@ -263,9 +273,44 @@ def _prepare_sensitivity(model: _Model, example, *, max_grad_norm, credit, loss,
     return None
 
 
+def default_clip_mode(module: torch.nn.Module, *,
+                      classical_max_grad_norm: float | None = None,
+                      credit: str = "none") -> str:
+    """The clip mode :func:`make_private` uses when ``max_grad_norm`` is not given.
+
+    ``"certified"`` (Q-ShiftDP: C = the a-priori bound Δ) for a model whose only trainable
+    parameters are the weights of one TorchLayer, for a hybrid model whose classical
+    parameters get their own clip (``classical_max_grad_norm``), and for every shot-noise
+    credit mode; ``"automatic"`` (automatic clipping, Bu et al., arXiv:2206.07136) for every
+    other model: hybrids without a classical clip, several TorchLayers, classical models.
+    The choice reads the module's structure only (which layers hold trainable parameters),
+    never the data, so it costs no privacy (derived here; docs/engine.md, "Clip modes").
+
+    Args:
+        module: the model, with PennyLane or product TorchLayers.
+        classical_max_grad_norm: as in :func:`make_private`.
+        credit: as in :func:`make_private`.
+
+    Returns:
+        str: ``"certified"`` or ``"automatic"``.
+
+    Example:
+        >>> default_clip_mode(torch.nn.Linear(3, 2))
+        'automatic'
+    """
+    if credit != "none" or classical_max_grad_norm is not None:
+        return "certified"
+    layers = torch_layers(module)
+    if len(layers) != 1:
+        return "automatic"
+    quantum = {id(p) for p in layers[0].parameters()}
+    classical = [p for p in module.parameters() if p.requires_grad and id(p) not in quantum]
+    return "automatic" if classical else "certified"
+
+
 def _prepare_clipping(model: _Model, sampling: _Sampling, sens, *, max_grad_norm,
                       classical_max_grad_norm, input_range, adaptive_clipping,
-                      seed, loss) -> _Clipping:
+                      seed, loss, default_mode: bool = False) -> _Clipping:
     """The clip norm of each mode and its description for the privacy statement."""
     classical, layers = model.classical, model.layers
     example = sampling.dataset[0][0]
@@ -320,6 +365,21 @@ def _prepare_clipping(model: _Model, sampling: _Sampling, sens, *, max_grad_norm
                 "not privacy)"}
         return _Clipping(clip, None, info,
                          public_fn=lambda step: min(sens.delta, clip_norm_fn(step)))
+    if max_grad_norm == "automatic":
+        if classical_max_grad_norm is not None:
+            raise ValueError(
+                "max_grad_norm='automatic' normalises every per-example gradient as a whole; "
+                f"`classical_max_grad_norm` ({classical_max_grad_norm!r}) has no meaning there. "
+                "Drop it, or use max_grad_norm='certified' for per-layer clipping.")
+        info = {"mode": "automatic", "clip_norm": 1.0, "gamma": AUTOMATIC_CLIPPING_GAMMA,
+                "description": "automatic clipping (Bu et al., arXiv:2206.07136): every "
+                "per-example gradient g is scaled to g/(‖g‖ + "
+                f"{AUTOMATIC_CLIPPING_GAMMA:g}), of norm below C = 1"}
+        if default_mode:
+            info["description"] += (
+                " (the default for this model: the certified bound Δ covers one TorchLayer "
+                "and nothing else trainable; decided from the model's structure only)")
+        return _Clipping(1.0, None, info)
     if max_grad_norm == "adaptive":
         adaptive = dict(adaptive_clipping or {})
         clip = float(adaptive.pop("initial_clipbound", sens.delta if sens else 1.0))
@@ -547,7 +607,7 @@ def _prepare_shot_budget(model: _Model, sampling: _Sampling, example,
 
 def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
                  data_loader: torch.utils.data.DataLoader, *, target_epsilon: float,
-                 target_delta: float, epochs: float, max_grad_norm: float | str = "certified",
+                 target_delta: float, epochs: float, max_grad_norm: float | str | None = None,
                  loss: BoundedLoss | None = None, classical_max_grad_norm: float | None = None,
                  credit: str = "none", beta: float = 0.0, adjacency: str = "add_remove",
                  accountant: str = DEFAULT_ACCOUNTANT, variance_floor: float = 0.0,
@@ -599,11 +659,16 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
             over its indices); other samplers are refused.
         target_epsilon: ε > 0 (nats). target_delta: δ ∈ (0, 1), well below 1/N.
         epochs: training epochs (T = ⌈epochs / q⌉ steps).
-        max_grad_norm: ``"certified"`` (default: C = the a-priori bound Δ of the declared
-            ``loss``; needs exactly one TorchLayer), ``"public"`` (C_t = the largest
-            per-example gradient norm found at sampled points of the declared ``input_range``
-            at the current weights (an estimate of the supremum: a clip may bind),
-            :func:`~pennylane_qshiftdp.domain_gradient_bound`, recomputed every
+        max_grad_norm: ``None`` (default: :func:`default_clip_mode` chooses from the
+            model's structure: ``"certified"`` for one TorchLayer and nothing else trainable
+            or with ``classical_max_grad_norm``, else ``"automatic"``), ``"certified"`` (C =
+            the a-priori bound Δ of the declared ``loss``; needs exactly one TorchLayer),
+            ``"automatic"`` (automatic clipping, Bu et al., arXiv:2206.07136: every
+            per-example gradient g is scaled to g/(‖g‖ + 0.01), norm below C = 1; no clip
+            norm to choose, the learning rate sets the step; any model), ``"public"``
+            (C_t = the largest per-example gradient norm found at sampled points of the
+            declared ``input_range`` at the current weights (an estimate of the supremum: a
+            clip may bind), :func:`~pennylane_qshiftdp.domain_gradient_bound`, recomputed every
             epoch; with a :class:`~pennylane_qshiftdp.losses.SoftmaxCrossEntropyLoss` the
             largest actual gradient over the labels; needs a model that is one TorchLayer fed
             by the data), a positive float
@@ -715,6 +780,11 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         max_grad_norm=max_grad_norm, credit=credit, beta=beta,
         proven_epsilon_factor=proven_epsilon_factor)
     model = _prepare_model(module, optimizer)
+    default_mode = max_grad_norm is None
+    if default_mode:
+        max_grad_norm = default_clip_mode(model.module,
+                                          classical_max_grad_norm=classical_max_grad_norm,
+                                          credit=credit)
     # The checks below run forward passes on synthetic inputs; they draw no seeded shot.
     with preserved_shot_rngs(model.module):
         sampling = _prepare_sampling(data_loader, sample_rate, epochs, expected_batch_size,
@@ -736,7 +806,7 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         clipping = _prepare_clipping(model, sampling, sens, max_grad_norm=max_grad_norm,
                                      classical_max_grad_norm=classical_max_grad_norm,
                                      input_range=input_range, adaptive_clipping=adaptive_clipping,
-                                     seed=seed, loss=loss)
+                                     seed=seed, loss=loss, default_mode=default_mode)
         _check_credit(model, sens, credit=credit, max_grad_norm=max_grad_norm,
                       variance_floor=variance_floor)
         allocation = _prepare_shot_budget(model, sampling, example, shot_budget)
@@ -769,6 +839,7 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         loss_reduction=loss_reduction, distributed=distributed,
         clip_norm_fn=clipping.public_fn,
         clip_refresh_steps=max(1, round(1.0 / sampling.sample_rate)),
+        automatic_gamma=AUTOMATIC_CLIPPING_GAMMA if max_grad_norm == "automatic" else None,
     )
     private_opt.sensitivity = sens
     private_opt.attach_loader(dp_loader)

@@ -107,7 +107,10 @@ def pld_epsilon(history, *, delta: float,
 
     Returns:
         float: ε at ``delta`` (0 for an empty history). For a history of more than
-        :data:`PLD_MAX_STEPS` steps, the RDP accountant's ε (an upper bound too).
+        :data:`PLD_MAX_STEPS` steps, the RDP accountant's ε (an upper bound too). Where
+        dp-accounting's conversion to ε overflows (``inf`` for some histories whose ε is
+        near 700 nats), the smaller of that RDP ε and the PLD ε of the history with up to
+        three more steps (never below the true ε of this one).
 
     References:
         dp-accounting ``dp_accounting.pld.privacy_loss_distribution.from_gaussian_mechanism``.
@@ -125,7 +128,24 @@ def pld_epsilon(history, *, delta: float,
         return epsilon_from_history(key, delta=delta, accountant="rdp")
     interval = (pld_interval(key, delta=delta) if value_discretization_interval is None
                 else float(value_discretization_interval))
-    return _composed_epsilon(key, float(delta), interval)
+    eps = _composed_epsilon(key, float(delta), interval)
+    if not math.isfinite(eps):
+        # dp-accounting 0.6's ε-for-δ overflows where the loss reaches ~709 nats (exp(-loss)
+        # underflows): σ = 0.0887, q = 1/9 gives inf at 26 steps, finite at 25 and 27. One
+        # more step never lowers the true ε (its release is post-processed away), so the PLD
+        # bound of a longer history bounds this one; so does the RDP ε of the same history.
+        from .composition import epsilon_from_history  # (composition imports this module)
+
+        bounds = [epsilon_from_history(key, delta=delta, accountant="rdp")]
+        sigma, q, n = key[-1]
+        for extra in (1, 2, 3):
+            longer = _composed_epsilon(key[:-1] + ((sigma, q, n + extra),), float(delta),
+                                       interval)
+            if math.isfinite(longer):
+                bounds.append(longer)
+                break
+        return min(bounds)
+    return eps
 
 
 @functools.lru_cache(maxsize=256)
@@ -143,7 +163,10 @@ def _composed_epsilon(history: tuple, delta: float, interval: float) -> float:
         else:
             part = _one_step(sigma, q, interval).self_compose(n)
         total = total.compose(part)
-    return float(total.get_epsilon_for_delta(delta))
+    import numpy as np
+
+    with np.errstate(over="ignore"):  # an overflow gives inf, handled by pld_epsilon
+        return float(total.get_epsilon_for_delta(delta))
 
 
 class PLDAccountant(IAccountant):

@@ -30,6 +30,7 @@ from ..exceptions import PrivacyBudgetExceededError, PrivacyWarning
 from ..grad_sample import ignore_output_hook_warning
 from ..gradients.shot_statistics import ShotRecorder
 from ..losses import LinearLoss, LogisticLoss, MSELoss, SoftmaxCrossEntropyLoss
+from ..optimizers.diagnosis import stuck_run_cause
 from ..privacy_engine import make_private
 from .checks import MAX_QUBITS as MAX_QUBITS  # re-exported: the job's qubit limit
 from .checks import check_classes_fit, check_loss, check_train_config
@@ -789,8 +790,13 @@ def _result(job: _Job, last: int, x_test, y_test) -> TrainResult:
         final_acc, final_bal, _ = evaluate(job.eval_model, x_test, y_test)
     rate = majority_rate(data.y_test)
     cause = clipping_cause(data)  # from the held-out split only
+    # else what the run released says (noisy sums and parameters: no privacy cost)
+    train_cause = (stuck_run_cause(getattr(job.opt, "history", ()),
+                                   batch_argument="--batch-size", lr_argument="--lr",
+                                   epsilon_argument="--epsilon") if ledger else None)
     stuck = majority_class_warning(final_acc, rate, final_bal, data.n_classes,
-                                   history=[m["test_accuracy"] for m in metrics], cause=cause)
+                                   history=[m["test_accuracy"] for m in metrics],
+                                   cause=cause or train_cause)
     if stuck is not None:
         warnings.warn(stuck, UserWarning, stacklevel=3)
     feature_warning = None

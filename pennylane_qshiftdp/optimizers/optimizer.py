@@ -89,7 +89,8 @@ PUBLIC_RECORD_KEYS = frozenset({
     "step", "credit_mode", "certified", "adjacency", "proven_noise_multiplier",
     "noise_multiplier", "noise_std", "sensitivity", "artificial_variance_mean",
     "target_variance", "clip_norm", "clip_norms", "next_clip_norm",
-    "released_centred_unclipped_count", "epsilon",
+    "released_centred_unclipped_count", "epsilon", "released_sum_norm", "noise_variance_total",
+    "parameter_step_norm", "parameter_norm",
 })
 
 
@@ -129,6 +130,13 @@ class QShiftDPOptimizer(DPOptimizer):
             quantum coordinates get exactly :math:`\sigma_{\mathrm{floor}} C` of Gaussian noise
             at every step (data-independent; the credited shot noise is meant to make up the
             rest). Required with a credit mode; must be below σ.
+        automatic_gamma: ``None`` (clipping) or the stability constant γ > 0 of *automatic
+            clipping* (Bu et al., arXiv:2206.07136, AUTO-S, their Eq. (4.1) in units of the
+            group's C): every per-example gradient is scaled by :math:`C/(\lVert g\rVert +
+            \gamma C)` instead of :math:`\min(1, C/\lVert g\rVert)`, so its norm
+            :math:`C\lVert g\rVert/(\lVert g\rVert + \gamma C)` is below C whatever g: the
+            sensitivity, and the noise, are those of clipping at C; no clip norm to tune
+            (the learning rate absorbs the scale). Every example counts as clipped.
         adaptive_clipping: ``None`` or a dict with ``target_unclipped_quantile`` γ ∈ (0, 1),
             ``clipbound_learning_rate`` η > 0, ``min_clipbound``, ``max_clipbound`` and
             optionally ``unclipped_num_std`` (default :func:`count_noise_multiplier`).
@@ -197,7 +205,7 @@ class QShiftDPOptimizer(DPOptimizer):
                  ledger: PrivacyLedger | None = None, confidence: str = "gaussian",
                  outcome_range: tuple[float, float] | None = None, loss_reduction: str = "mean",
                  distributed: bool = False, clip_norm_fn: Callable[[int], float] | None = None,
-                 clip_refresh_steps: int = 1):
+                 clip_refresh_steps: int = 1, automatic_gamma: float | None = None):
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise TypeError(f"`optimizer` must be a torch.optim.Optimizer. Found "
                             f"{type(optimizer).__name__}.")
@@ -292,6 +300,14 @@ class QShiftDPOptimizer(DPOptimizer):
             raise ValueError("`clip_norm_fn` needs one flat clip group and no adaptive clipping.")
         self.clip_norm_fn = clip_norm_fn
         self.clip_refresh_steps = check_positive_int(clip_refresh_steps, "clip_refresh_steps")
+        self.automatic_gamma: float | None = None
+        if automatic_gamma is not None:
+            if adaptive_clipping is not None or clip_norm_fn is not None or any(flags):
+                raise ValueError(
+                    "`automatic_gamma` (automatic clipping: every per-example gradient is "
+                    "normalised) cannot be combined with adaptive clipping, `clip_norm_fn` or "
+                    "certified clip groups.")
+            self.automatic_gamma = check_positive_float(automatic_gamma, "automatic_gamma")
         self.adaptive_clipping: dict | None = None
         if adaptive_clipping is not None:
             self._configure_adaptive(dict(adaptive_clipping), sigma, float(expected_batch_size))
@@ -482,8 +498,12 @@ class QShiftDPOptimizer(DPOptimizer):
                 norms = torch.stack(
                     [samples[index[id(p)]].reshape(batch, -1).double().norm(2, dim=-1).cpu()
                      for p in group], dim=1).norm(2, dim=1)
-                factor = (norm / (norms + 1e-6)).clamp(max=1.0) * finite
-            binding = norms > norm * (1.0 + _BIND_RTOL)
+                if self.automatic_gamma is None:
+                    factor = (norm / (norms + 1e-6)).clamp(max=1.0) * finite
+                else:  # automatic clipping: C·g/(‖g‖ + γC), of norm below C for every g
+                    factor = (norm / (norms + self.automatic_gamma * norm)) * finite
+            binding = (norms > norm * (1.0 + _BIND_RTOL) if self.automatic_gamma is None
+                       else torch.ones_like(norms, dtype=torch.bool))  # every row rescaled
             unclipped = int((~binding).sum())
             if certified:
                 bound_count = max(bound_count, int(binding.sum()))
@@ -563,7 +583,7 @@ class QShiftDPOptimizer(DPOptimizer):
             credit_slices[id(q)] = (start, start + q.numel())
             start += q.numel()
         min_mult, min_total = math.inf, math.inf
-        credited_total, added_total, coords, signal = 0.0, 0.0, 0, 0.0
+        credited_total, added_total, coords, signal, released = 0.0, 0.0, 0, 0.0, 0.0
         for p in self.params:
             n = p.numel()
             var = torch.full((n,), target_var, dtype=torch.float64)
@@ -586,6 +606,7 @@ class QShiftDPOptimizer(DPOptimizer):
             signal += float(p.summed_grad.double().pow(2).sum())
             noise = (self._standard_normal(n) * var.sqrt()).reshape(p.shape)
             p.grad = (p.summed_grad + noise.to(p.summed_grad)).view_as(p)
+            released += float(p.grad.double().pow(2).sum())
             p.summed_grad = None
         if self.adaptive_clipping is not None:
             self._update_clip_norm()
@@ -602,6 +623,10 @@ class QShiftDPOptimizer(DPOptimizer):
             sensitivity=float(scale),
             artificial_variance_mean=added_total / max(coords, 1),
             gradient_snr=math.sqrt(signal / added_total) if added_total > 0 else math.inf,
+            # the noisy sum is the DP release: its norm and the noise's total variance are
+            # public (the diagnosis estimates the signal from them, at no privacy cost)
+            released_sum_norm=math.sqrt(released),
+            noise_variance_total=added_total,
             credited_variance_mean=credited_total / max(coords, 1),
             target_variance=(self.noise_multiplier * scale) ** 2,
             clip_norm=clip,
@@ -733,7 +758,8 @@ class QShiftDPOptimizer(DPOptimizer):
                                      "noise_multiplier", "noise_std", "sensitivity",
                                      "artificial_variance_mean",
                                      "credited_variance_mean", "target_variance", "clip_norm",
-                                     "clip_norms", "gradient_snr",
+                                     "clip_norms", "gradient_snr", "released_sum_norm",
+                                     "noise_variance_total",
                                      "shot_variance_estimate_mean",
                                      "shot_variance_lower_bound_mean")},
         )
@@ -761,7 +787,17 @@ class QShiftDPOptimizer(DPOptimizer):
             with torch.enable_grad():
                 closure()
         if self.pre_step():
-            return self.original_optimizer.step()
+            before = [p.detach().clone() for p in self.params]
+            out = self.original_optimizer.step()
+            # The parameters are released after every step, so how far they moved is public
+            # (post-processing): :func:`~.diagnosis.stuck_run_cause` reads it.
+            moved = math.sqrt(sum(float((p.detach() - b).double().pow(2).sum())
+                                  for p, b in zip(self.params, before, strict=True)))
+            size = math.sqrt(sum(float(b.double().pow(2).sum()) for b in before))
+            if self.last_record is not None:
+                self.last_record["parameter_step_norm"] = moved
+                self.last_record["parameter_norm"] = size
+            return out
         return None
 
     # ------------------------------------------------------------------ persistence

@@ -236,13 +236,15 @@ def test_scheduler_and_ledger_match_a_fresh_opacus_accountant():
     assert opt.ledger.steps == 4 and opt.ledger.epsilon <= 3.0
 
 
-def test_hybrid_model_needs_a_classical_clip_norm_and_trains():
+def test_hybrid_model_certified_needs_a_classical_clip_norm_and_trains():
+    """max_grad_norm='certified' bounds the quantum weights only: a hybrid needs a classical
+    clip (without any clip argument it gets automatic clipping, tests/.../test_automatic.py)."""
     data = _data(n=16, n_in=2)
     model = HybridClassifier(2, 1, device="default.qubit", shots=None)
     sgd = torch.optim.SGD(model.parameters(), lr=0.3)
     with pytest.raises(ValueError, match="classical_max_grad_norm"):
         qs.make_private(model, sgd, _loader(data), target_epsilon=1.0, target_delta=1e-5,
-                        epochs=1)
+                        epochs=1, max_grad_norm="certified")
     pm, opt, loader = qs.make_private(model, sgd, _loader(data), target_epsilon=1.0,
                                       target_delta=1e-5, epochs=1, seed=0,
                                       classical_max_grad_norm=0.5)

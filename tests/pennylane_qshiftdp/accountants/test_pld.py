@@ -236,3 +236,28 @@ def test_beyond_the_step_limit_the_rdp_bound_is_returned():
     at_limit = [(500.0, 0.01, PLD_MAX_STEPS)]
     assert pld_epsilon(at_limit, delta=1e-5) <= epsilon_from_history(at_limit, delta=1e-5,
                                                                       accountant="rdp")
+
+
+def test_an_overflowing_pld_conversion_falls_back_to_the_rdp_bound():
+    """dp-accounting 0.6 returns ε = inf for σ = 0.0887, q = 1/9 at 26 steps (its ε-for-δ
+    conversion overflows near 709 nats) though 25 and 27 steps are finite: a private run at
+    ε = 1000 on wine stopped at step 26. The PLD ε of 27 steps bounds 26 (one more step never
+    lowers ε), and is below the RDP bound: the run is no longer stopped."""
+    import warnings
+
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    from pennylane_qshiftdp.accountants.composition import epsilon_from_history
+    from pennylane_qshiftdp.accountants.pld import pld_epsilon, pld_interval
+
+    history = [(0.0886536, 1 / 9, 26)]
+    raw = pld.from_gaussian_mechanism(
+        standard_deviation=0.0886536, sampling_prob=1 / 9, pessimistic_estimate=True,
+        value_discretization_interval=pld_interval(history, delta=1e-5)).self_compose(26)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert raw.get_epsilon_for_delta(1e-5) == math.inf  # the library's overflow
+        eps = [pld_epsilon([(0.0886536, 1 / 9, n)], delta=1e-5) for n in (25, 26, 27)]
+    rdp = epsilon_from_history(history, delta=1e-5, accountant="rdp")
+    assert eps[1] == eps[2] < rdp  # 27 steps' PLD ε, here the tighter bound
+    assert eps[0] <= eps[1] < 1000.0

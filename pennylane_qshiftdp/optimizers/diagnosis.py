@@ -1,0 +1,95 @@
+r"""Why a private run did not learn, read from what the run released (no privacy cost).
+
+A private step releases the noisy sum :math:`\tilde s = s + z` of the clipped per-example
+gradients (:math:`z \sim N(0, \sigma^2 C^2 I_d)`, public variance :math:`V = d\sigma^2C^2`) and,
+after the update, the parameters. From these alone — post-processing of the DP release, so
+nothing here is charged or leaks more — the mean signal power is estimated without bias,
+:math:`\widehat{\lVert s\rVert^2} = \overline{\lVert\tilde s\rVert^2} - V`
+(:math:`E\lVert\tilde s\rVert^2 = \lVert s\rVert^2 + V`), and so the per-step
+**signal-to-noise ratio** :math:`\widehat{\mathrm{SNR}} = \sqrt{\max(0,
+\widehat{\lVert s\rVert^2})/V}`; the **learning-rate scale** is how far the released
+parameters moved per step relative to their norm. The clipped fraction depends on the private
+batch and is not used (derived here; docs/engine.md, "Why a run did not learn").
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+
+__all__ = ["SNR_THRESHOLD", "MIN_RELATIVE_STEP", "MAX_RELATIVE_STEP", "stuck_run_cause"]
+
+#: Below this estimated signal-to-noise ratio of a step's noisy sum, the noise dominates.
+SNR_THRESHOLD = 1.0
+#: Below this median relative step ‖Δθ‖/‖θ‖, the learning rate is too small to move the model.
+MIN_RELATIVE_STEP = 1e-3
+#: Above it, each step moves the weights by about their own size: the learning rate is too large.
+MAX_RELATIVE_STEP = 0.5
+
+
+def stuck_run_cause(records: Sequence[Mapping], *, batch_argument: str = "the loader's "
+                    "batch_size", lr_argument: str = "the optimizer's lr",
+                    epsilon_argument: str = "target_epsilon") -> str | None:
+    r"""The quantity that most likely kept a private run near chance, and what to change.
+
+    Reads the public fields of the optimizer's step records
+    (:attr:`~pennylane_qshiftdp.QShiftDPOptimizer.history`): ``released_sum_norm`` (norm of
+    the noisy sum, the DP release), ``noise_variance_total`` (:math:`V = d\sigma^2C^2`,
+    public), ``parameter_step_norm`` and ``parameter_norm`` (of the released parameters).
+    Empty steps are skipped. The checks, in order:
+
+    1. the learning-rate scale: the median of :math:`\lVert\Delta\theta\rVert/\lVert
+       \theta\rVert` is below :data:`MIN_RELATIVE_STEP` (the steps barely move the weights)
+       or above :data:`MAX_RELATIVE_STEP` (each step moves them by about their size);
+    2. the noise: :math:`\widehat{\mathrm{SNR}} < 1` (see the module's docstring: the mean of
+       :math:`\lVert\tilde s\rVert^2 - V` over the steps estimates the signal power).
+
+    Args:
+        records: the step records (dicts) of a run, in order.
+        batch_argument, lr_argument, epsilon_argument: how the message names the batch size,
+            the learning rate and ε in the user's terms (a flag of the command line or an
+            argument of :func:`~pennylane_qshiftdp.make_private`).
+
+    Returns:
+        str | None: one sentence per cause found, naming the quantity with its value and the
+        argument to change; ``None`` when neither check fires (or no step was recorded).
+
+    Example:
+        >>> steps = [{"released_sum_norm": 8.0, "noise_variance_total": 100.0,
+        ...           "parameter_step_norm": 0.01, "parameter_norm": 1.0}] * 3
+        >>> print(stuck_run_cause(steps))  # doctest: +ELLIPSIS
+        the noise dominates every step: the estimated signal-to-noise ratio of the noisy ...
+    """
+    rows = [r for r in records if r.get("released_sum_norm") is not None
+            and r.get("noise_variance_total")]
+    if not rows:
+        return None
+    causes = []
+    moves = [r["parameter_step_norm"] / r["parameter_norm"] for r in rows
+             if r.get("parameter_step_norm") is not None and r.get("parameter_norm")]
+    if moves:
+        move = statistics.median(moves)
+        if move < MIN_RELATIVE_STEP:
+            causes.append(
+                f"the learning rate is too small: a median step moves the weights by "
+                f"{move:.2g} of their norm ({len(rows)} steps move them by at most "
+                f"{move * len(rows):.2g}); raise {lr_argument} (about "
+                f"{MIN_RELATIVE_STEP * 10 / move:.2g}x).")
+        elif move > MAX_RELATIVE_STEP:
+            causes.append(
+                f"the learning rate is too large: a median step moves the weights by "
+                f"{move:.2g} of their norm; lower {lr_argument} (about "
+                f"{move / (MAX_RELATIVE_STEP / 5):.2g}x).")
+    power = statistics.fmean(r["released_sum_norm"] ** 2 - r["noise_variance_total"]
+                             for r in rows)
+    variance = statistics.fmean(r["noise_variance_total"] for r in rows)
+    snr = math.sqrt(max(power, 0.0) / variance)
+    if snr < SNR_THRESHOLD:
+        causes.append(
+            f"the noise dominates every step: the estimated signal-to-noise ratio of the noisy "
+            f"gradient sum is {snr:.2g} (below {SNR_THRESHOLD:g}; estimated from the released "
+            f"noisy sums, {len(rows)} steps), so the steps are mostly random. Raise "
+            f"{epsilon_argument}, train fewer epochs, or raise {batch_argument} (the clipped "
+            f"sum grows with the batch, the noise does not).")
+    return " ".join(causes) if causes else None

@@ -1,0 +1,196 @@
+"""Automatic clipping (Bu et al., arXiv:2206.07136), the default clip mode of a hybrid model,
+and the stuck-run diagnosis read from what a run released."""
+
+import math
+import warnings
+
+import numpy as np
+import pennylane as qml
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from opacus import GradSampleModule
+
+import pennylane_qshiftdp as qs
+from pennylane_qshiftdp.optimizers import QShiftDPOptimizer, stuck_run_cause
+from pennylane_qshiftdp.privacy_engine import AUTOMATIC_CLIPPING_GAMMA
+
+pytestmark = pytest.mark.filterwarnings("ignore::pennylane_qshiftdp.exceptions.PrivacyWarning")
+
+
+def _hybrid(seed=0, n_in=4, post=True):
+    """The README's hybrid shape: Linear -> tanh·π -> TorchLayer -> Linear."""
+    torch.manual_seed(seed)
+    dev = qml.device("default.qubit", wires=2)
+
+    @qml.qnode(dev, diff_method=qs.param_shift)
+    def circuit(inputs, weights):
+        qml.AngleEmbedding(inputs, wires=range(2), rotation="Y")
+        qml.BasicEntanglerLayers(weights, wires=range(2))
+        return [qml.expval(qml.Z(0)), qml.expval(qml.Z(1))]
+
+    class Hybrid(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pre = torch.nn.Linear(n_in, 2)
+            self.quantum = qml.qnn.TorchLayer(circuit, {"weights": (1, 2)})
+            self.post = torch.nn.Linear(2, 2) if post else None
+
+        def forward(self, x):
+            q = self.quantum(math.pi * torch.tanh(self.pre(x)))
+            return self.post(q) if self.post is not None else 3.0 * q
+
+    return Hybrid()
+
+
+def _data(n=40, n_in=4, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, n_in, generator=g)
+    return torch.utils.data.TensorDataset(x, (x[:, 0] > 0).long())
+
+
+# ------------------------------------------------------------------ the optimizer's rule
+@settings(max_examples=25, deadline=None)
+@given(rows=st.lists(st.lists(st.floats(-50, 50, allow_nan=False), min_size=3, max_size=3),
+                     min_size=1, max_size=6),
+       clip=st.floats(0.1, 10.0))
+def test_each_row_is_scaled_by_c_over_its_norm_plus_gamma_c(rows, clip):
+    """Σ_i C g_i/(‖g_i‖ + γC) against a numpy computation, every scaled row of norm < C; the
+    noise std is σC, as for clipping at C."""
+    g = np.array(rows)
+    model = GradSampleModule(torch.nn.Linear(3, 1, bias=False).double())
+    w = next(model.parameters())
+    opt = QShiftDPOptimizer(torch.optim.SGD(model.parameters(), lr=1.0), noise_multiplier=1.0,
+                            max_grad_norm=clip, expected_batch_size=4.0,
+                            automatic_gamma=0.01, generator=torch.Generator().manual_seed(0))
+    w.grad_sample = torch.tensor(g).reshape(len(g), 1, 3)
+    opt.clip_and_accumulate()
+    norms = np.linalg.norm(g, axis=1)
+    scaled = g * (clip / (norms + 0.01 * clip))[:, None]
+    assert np.all(np.linalg.norm(scaled, axis=1) < clip)
+    np.testing.assert_allclose(w.summed_grad.numpy().ravel(), scaled.sum(axis=0),
+                               rtol=1e-12, atol=1e-12)
+    assert opt._step_stats["clipped"] == len(g)  # every row rescaled
+
+
+def test_automatic_clipping_refuses_what_it_cannot_combine_with():
+    model = GradSampleModule(torch.nn.Linear(3, 1))
+    base = dict(noise_multiplier=1.0, max_grad_norm=1.0, expected_batch_size=4.0)
+    with pytest.raises(ValueError, match="automatic_gamma"):
+        QShiftDPOptimizer(torch.optim.SGD(model.parameters(), lr=1.0), certified=True,
+                          automatic_gamma=0.01, **base)
+    with pytest.raises(ValueError, match="automatic_gamma"):
+        QShiftDPOptimizer(torch.optim.SGD(model.parameters(), lr=1.0), automatic_gamma=-1.0,
+                          **base)
+
+
+# ------------------------------------------------------------------ the default clip mode
+def test_default_clip_mode_reads_the_structure_only():
+    hybrid = _hybrid()
+    assert qs.default_clip_mode(hybrid) == "automatic"
+    assert qs.default_clip_mode(hybrid, classical_max_grad_norm=1.0) == "certified"
+    assert qs.default_clip_mode(hybrid, credit="depolarizing") == "certified"
+    assert qs.default_clip_mode(hybrid.quantum) == "certified"
+    assert qs.default_clip_mode(torch.nn.Linear(2, 2)) == "automatic"
+    for p in list(hybrid.pre.parameters()) + list(hybrid.post.parameters()):
+        p.requires_grad_(False)  # frozen classical layers: the quantum weights alone train
+    assert qs.default_clip_mode(hybrid) == "certified"
+
+
+def test_a_hybrid_without_clip_arguments_trains_with_automatic_clipping():
+    """The README's hybrid written without clip arguments: accepted (it was refused), clipped
+    automatically, the statement says so, and a step releases C = 1-scaled gradients."""
+    model = _hybrid()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = torch.utils.data.DataLoader(_data(), batch_size=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", qs.PrivacyWarning)  # no 'Δ does not cover' warning
+        model, opt, loader = qs.make_private(model, opt, loader, target_epsilon=2.0,
+                                             target_delta=1e-5, epochs=1, seed=0)
+    assert opt.automatic_gamma == AUTOMATIC_CLIPPING_GAMMA and opt.max_grad_norm == 1.0
+    assert opt.sensitivity is None and not opt.certified
+    statement = opt.ledger.statement()
+    assert "automatic clipping (Bu et al., arXiv:2206.07136)" in statement
+    assert "decided from the model's structure only" in statement
+    for xb, yb in loader:
+        opt.zero_grad()
+        if len(xb):
+            torch.nn.functional.cross_entropy(model(xb), yb).backward()
+        opt.step()
+    assert len(opt.history) == len(loader)
+
+
+def test_explicit_modes_keep_their_meaning():
+    model = _hybrid()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = torch.utils.data.DataLoader(_data(), batch_size=8)
+    with pytest.raises(ValueError, match="classical_max_grad_norm"):
+        qs.make_private(model, opt, loader, target_epsilon=2.0, target_delta=1e-5, epochs=1,
+                        max_grad_norm="automatic", classical_max_grad_norm=1.0)
+    with pytest.raises(ValueError, match="classical_max_grad_norm"):
+        qs.make_private(model, opt, loader, target_epsilon=2.0, target_delta=1e-5, epochs=1,
+                        max_grad_norm="certified")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", qs.PrivacyWarning)
+        _, popt, _ = qs.make_private(model, opt, loader, target_epsilon=2.0, target_delta=1e-5,
+                                     epochs=1, classical_max_grad_norm=1.0)
+    assert popt.automatic_gamma is None and len(popt.clip_groups) == 2  # per-layer certified
+
+
+# ------------------------------------------------------------------ the stuck-run diagnosis
+def _run(lr, epsilon, epochs=2, seed=0):
+    model = _hybrid(seed, post=False)
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    loader = torch.utils.data.DataLoader(_data(80, seed=seed), batch_size=8)
+    model, opt, loader = qs.make_private(model, opt, loader, target_epsilon=epsilon,
+                                         target_delta=1e-5, epochs=epochs, seed=seed)
+    for _ in range(epochs):
+        for xb, yb in loader:
+            opt.zero_grad()
+            if len(xb):
+                torch.nn.functional.cross_entropy(model(xb), yb).backward()
+            opt.step()
+    return opt
+
+
+def test_the_released_noisy_sums_estimate_the_signal_without_bias():
+    """E‖s + z‖² = ‖s‖² + V: the diagnosis' estimate over many draws of z (known s) recovers
+    the signal-to-noise ratio it names."""
+    rng = np.random.default_rng(0)
+    d, s_norm, noise_std = 50, 3.0, 1.0
+    s = np.full(d, s_norm / math.sqrt(d))
+    records = [{"released_sum_norm": float(np.linalg.norm(s + rng.normal(0, noise_std, d))),
+                "noise_variance_total": d * noise_std**2} for _ in range(4000)]
+    power = np.mean([r["released_sum_norm"] ** 2 - d for r in records])
+    assert power == pytest.approx(s_norm**2, rel=0.1)
+    assert stuck_run_cause(records) is not None  # SNR = 3/√50 = 0.42 < 1: noise named
+    assert "0.4" in stuck_run_cause(records)
+
+
+def test_a_run_forced_to_chance_by_noise_is_told_to_raise_epsilon_or_the_batch():
+    opt = _run(lr=0.5, epsilon=0.05)
+    cause = stuck_run_cause(opt.history)
+    assert cause is not None and "the noise dominates every step" in cause
+    assert "target_epsilon" in cause and "batch_size" in cause
+    assert "learning rate" not in cause
+
+
+def test_a_run_forced_to_chance_by_the_learning_rate_is_told_to_raise_it():
+    opt = _run(lr=1e-7, epsilon=50.0)
+    cause = stuck_run_cause(opt.history, lr_argument="--lr")
+    assert cause is not None and cause.startswith("the learning rate is too small")
+    assert "raise --lr" in cause
+    healthy = _run(lr=0.5, epsilon=50.0)
+    assert stuck_run_cause(healthy.history) is None
+
+
+def test_the_diagnosis_reads_public_record_fields_only():
+    from pennylane_qshiftdp.optimizers import PUBLIC_RECORD_KEYS
+
+    for key in ("released_sum_norm", "noise_variance_total", "parameter_step_norm",
+                "parameter_norm"):
+        assert key in PUBLIC_RECORD_KEYS
+    opt = _run(lr=0.5, epsilon=50.0, epochs=1)
+    public = [{k: v for k, v in r.items() if k in PUBLIC_RECORD_KEYS} for r in opt.history]
+    assert stuck_run_cause(public) == stuck_run_cause(opt.history)
