@@ -284,7 +284,7 @@ def default_clip_mode(module: torch.nn.Module, *,
     credit mode; ``"automatic"`` (automatic clipping, Bu et al., arXiv:2206.07136) for every
     other model: hybrids without a classical clip, several TorchLayers, classical models.
     The choice reads the module's structure only (which layers hold trainable parameters),
-    never the data, so it costs no privacy (derived here; docs/engine.md, "Clip modes").
+    never the data, so it costs no privacy (derived here; docs/engine.md §3a).
 
     Args:
         module: the model, with PennyLane or product TorchLayers.

@@ -9,7 +9,7 @@ nothing here is charged or leaks more — the mean signal power is estimated wit
 **signal-to-noise ratio** :math:`\widehat{\mathrm{SNR}} = \sqrt{\max(0,
 \widehat{\lVert s\rVert^2})/V}`; the **learning-rate scale** is how far the released
 parameters moved per step relative to their norm. The clipped fraction depends on the private
-batch and is not used (derived here; docs/engine.md, "Why a run did not learn").
+batch and is not used (derived here; docs/engine.md §3b).
 """
 
 from __future__ import annotations
