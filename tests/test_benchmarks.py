@@ -143,6 +143,24 @@ def test_bench_utility_defaults_against_the_anchor(tmp_path):
     assert "| breast_cancer | 1 |" in text and "linear DP-SGD" in text
 
 
+def test_bench_hybrid(tmp_path):
+    """The tiny run (wine, ε = 2, seed 0, every method) writes its rows, table and plot; every
+    private run spent at most its ε; the report renders its section."""
+    _module("bench_hybrid").main(["--tiny", "--out", str(tmp_path)])
+    data = _result(tmp_path, "bench_hybrid_quick", ["runs", "summary", "markdown", "config"])
+    methods = {r["method"] for r in data["runs"]}
+    assert methods == {"automatic", "flat", "per_layer", "linear", "nonprivate"}
+    for r in data["runs"]:
+        assert 0.0 <= r["test_accuracy"] <= 1.0
+        if r["method"] != "nonprivate":
+            assert r["epsilon_spent"] <= r["epsilon"] == 2.0
+    run_all = _module("run_all")
+    report = tmp_path / "RESULTS.md"
+    run_all.main(["--report-only", "--out", str(tmp_path), "--report", str(report),
+                  "--readme", str(tmp_path / "README.md")])
+    assert "16. User-style hybrid models" in report.read_text()
+
+
 def test_run_all_report(tmp_path):
     """RESULTS.md is generated from whatever JSON files exist (here: one tiny run)."""
     run_all = _module("run_all")
