@@ -596,6 +596,20 @@ def section_hybrid(out, lines):
         f"`make_private` (C = 1); `nonprivate`: the hybrid with plain SGD (backprop). No "
         f"setting is tuned per method or data set. Cells: median test accuracy [quartiles].\n")
     lines.append(data["markdown"] + "\n")
+    runs = data["runs"]
+    acc = {(r["task"], r["model"], r["method"], r["epsilon"], r["seed"]): r["test_accuracy"]
+           for r in runs}
+    pairs = {}
+    for (task, model, method, eps, seed), a in acc.items():
+        if method == "automatic" and (task, model, "flat", eps, seed) in acc:
+            b = acc[(task, model, "flat", eps, seed)]
+            won = pairs.setdefault(task, [0, 0, 0])
+            won[0 if a > b else 1 if a == b else 2] += 1
+    if pairs:
+        lines.append("Paired by seed and ε, automatic against flat clipping (runs where "
+                     "automatic is better / equal / worse): "
+                     + "; ".join(f"{t} {w[0]}/{w[1]}/{w[2]}" for t, w in pairs.items())
+                     + ".\n")
     _img(lines, "bench_hybrid", mode)
 
 
