@@ -666,3 +666,36 @@ def test_a_release_that_always_crashes_is_a_finding_with_a_canary_direction():
                          claimed_epsilon=1.0, canary_direction=np.ones(3))
     assert r.verdict == "not refuted"
     assert any("8/8 trials on D and 8/8 on D'" in f and "boom" in f for f in r.findings)
+
+
+# ================================================================== automatic clipping
+def test_setting_automatic_clipping_releases_the_closed_form():
+    """Almost no noise, zero background: each release on D' is the canary's automatic-clipped
+    gradient C·g/(‖g‖ + γC) with g = 4 (the canary's label weight) and C = 1 (γ = 0.01):
+    4/4.01; on D it is 0 (a zero gradient stays zero)."""
+    from pennylane_qshiftdp.privacy_engine import AUTOMATIC_CLIPPING_GAMMA
+
+    r = au.audit_setting(max_grad_norm="automatic", trials=20, target_epsilon=3000.0)
+    rel_d, rel_dp = (x[:, 0] for x in r.releases)
+    expected = 4.0 / (4.0 + AUTOMATIC_CLIPPING_GAMMA)
+    noise = r.releases[0][:, 0].std()
+    assert np.all(np.abs(rel_d) < 6 * noise + 1e-9)
+    assert np.all(np.abs(rel_dp - expected) < 6 * noise + 1e-9)
+    assert r.label == "credit=none, max_grad_norm=automatic"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(5))
+def test_audit_automatic_clipping_not_refuted(seed):
+    """The automatic clip mode at audit_setting()'s defaults (canary 4 C, 2000 trials per
+    world): the proven claim holds for seeds 0–4."""
+    r = au.audit_setting(max_grad_norm="automatic", seed=seed)
+    assert not r.proven_refuted and r.verdict == "not refuted", (seed, r.estimator_bounds)
+
+
+@pytest.mark.slow
+def test_audit_automatic_clipping_refutes_half_noise():
+    r = au.audit_setting(max_grad_norm="automatic", private_hook=_half_noise)
+    print(f"\nautomatic, half noise: claimed {r.claimed_epsilon:.3f}, bound "
+          f"{r.epsilon_lower_bound:.3f} {r.estimator_bounds}")
+    assert r.proven_refuted and r.verdict == "PROVEN CLAIM REFUTED"
