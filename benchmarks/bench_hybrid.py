@@ -1,4 +1,4 @@
-r"""User-style hybrid models under ``make_private``: clip modes against linear DP-SGD and no privacy.
+r"""User-style hybrid models under ``make_private``: clip modes, linear DP-SGD, no privacy.
 
 The models are written as a user writes them (the README's hybrid), not the job's:
 
