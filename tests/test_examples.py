@@ -25,6 +25,7 @@ TINY = {
     "csv_dataset.py": ["NOT protected", "Preprocessing (NOT protected)", "test accuracy"],
     "noisy_device_credit.py": ["proven single-shot variance floor", "credit='depolarizing'",
                                "Credited Q-ShiftDP guarantee (an APPROXIMATION"],
+    "private_selection.py": ["2 runs at ε = ", "chosen: lr = ", "Private selection: ("],
     "audit_one_step.py": ["| none |", "| adaptive |", "custom two-qubit model",
                           "not refuted"],
 }
