@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the static view (type checkers, the API docs); at run time:
     from . import audit, losses, qnn, sampling
     from .accountants.calibration import calibrate_noise_multiplier, compute_epsilon, plan_shots
     from .accountants.ledger import PrivacyLedger
+    from .accountants.selection import PrivateSelection
     from .app.data import Dataset, load_dataset
     from .app.job import TrainConfig, TrainResult, train
     from .app.models import HybridClassifier, QuantumClassifier, make_qnode, readout_observables
