@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable
+import re
+import warnings
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 __all__ = [
+    "ignoring_warnings",
     "check_beta",
     "check_choice",
     "check_delta",
@@ -295,3 +299,36 @@ def check_choice(value, name: str, choices: Iterable[str]) -> str:
         listed = ", ".join(repr(c) for c in choices)
         raise ValueError(f"`{name}` must be one of {listed}. Found {value!r}.")
     return value
+
+
+@contextmanager
+def ignoring_warnings(*rules: tuple[str, type[Warning]]) -> Iterator[None]:
+    """Ignore warnings matching ``(message regex, category)`` rules inside the block, without
+    resetting Python's once-per-location deduplication.
+
+    :class:`warnings.catch_warnings` marks the filters as changed on entry and exit, which
+    empties every module's record of warnings already shown: a library that uses it on every
+    training step makes the user's own once-only warnings (torch's backward-hook notice under
+    Opacus) print again at every step. Here the rules are put at the front of
+    :data:`warnings.filters` and removed afterwards without that reset. An ignored warning is
+    never recorded as shown, so nothing the block suppresses is lost later.
+
+    Args:
+        rules: ``(message, category)`` pairs; ``message`` is a regular expression matched at
+            the start of the warning's text (``""`` matches every message).
+
+    Example:
+        >>> with ignoring_warnings(("spam", UserWarning)):
+        ...     warnings.warn("spam and eggs")   # ignored
+    """
+    entries = [("ignore", re.compile(message, re.I) if message else None, category, None, 0)
+               for message, category in rules]
+    warnings.filters[:0] = entries
+    try:
+        yield
+    finally:
+        for entry in entries:
+            for i, existing in enumerate(warnings.filters):
+                if existing is entry:
+                    del warnings.filters[i]
+                    break

@@ -24,6 +24,9 @@ def test_readme_python_blocks_run(tmp_path, monkeypatch):
     assert ledger.steps == 25 and ledger.epsilon <= 2.0  # q = 1/⌈133/32⌉, 5 epochs
     assert namespace["accuracy"] >= 0.8
     assert "automatic clipping" in ledger.statement()
+    from pennylane_qshiftdp.optimizers import stuck_run_cause
+
+    assert stuck_run_cause(namespace["optimizer"].history) is None  # a run that learns
 
 
 def _hybrid_block() -> str:

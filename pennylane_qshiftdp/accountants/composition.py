@@ -20,7 +20,6 @@ References:
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -29,7 +28,13 @@ from opacus.accountants import PRVAccountant, RDPAccountant
 from opacus.accountants.accountant import IAccountant
 from opacus.accountants.analysis import rdp as rdp_analysis
 
-from .._validation import check_choice, check_positive_float, check_positive_int, check_sample_rate
+from .._validation import (
+    check_choice,
+    check_positive_float,
+    check_positive_int,
+    check_sample_rate,
+    ignoring_warnings,
+)
 from .pld import PLDAccountant, pld_epsilon
 
 __all__ = [
@@ -69,9 +74,8 @@ def quiet_opacus() -> Iterator[None]:
     then valid but loose); the PRV accountant emits ``divide by zero`` RuntimeWarnings at
     q = 1 (handled correctly by ``np.where``).
     """
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Optimal order is the", category=UserWarning)
-        warnings.filterwarnings("ignore", message="divide by zero", category=RuntimeWarning)
+    with ignoring_warnings(("Optimal order is the", UserWarning),
+                           ("divide by zero", RuntimeWarning)):
         yield
 
 

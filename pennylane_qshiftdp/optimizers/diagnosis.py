@@ -7,9 +7,18 @@ nothing here is charged or leaks more — the mean signal power is estimated wit
 :math:`\widehat{\lVert s\rVert^2} = \overline{\lVert\tilde s\rVert^2} - V`
 (:math:`E\lVert\tilde s\rVert^2 = \lVert s\rVert^2 + V`), and so the per-step
 **signal-to-noise ratio** :math:`\widehat{\mathrm{SNR}} = \sqrt{\max(0,
-\widehat{\lVert s\rVert^2})/V}`; the **learning-rate scale** is how far the released
-parameters moved per step relative to their norm. The clipped fraction depends on the private
-batch and is not used (derived here; docs/engine.md §3b).
+\widehat{\lVert s\rVert^2})/V}`. One step's SNR is below 1 in most private runs that learn:
+the signal of T steps adds up like T, the noise like :math:`\sqrt T`. So the noise is named
+only when the **run's** accumulated releases are indistinguishable from noise too: the sum of all released noisy sums
+:math:`\sum_t \tilde s_t` has :math:`E\lVert\sum_t\tilde s_t\rVert^2 = \lVert\sum_t
+s_t\rVert^2 + \sum_t V_t`, so :math:`\sqrt{\max(0, \lVert\sum_t\tilde s_t\rVert^2 /
+\sum_t V_t - 1)}` estimates how far the accumulated signal stands above the accumulated noise
+(with no signal, :math:`\lVert\sum_t z_t\rVert^2/\sum_t V_t` is a
+:math:`\chi^2_d/d` variable, mean 1 and standard deviation :math:`\sqrt{2/d}`; the noise is
+named while the ratio stays within two of them of 1). The **learning-rate
+scale** is how far the released parameters moved per step relative to their norm. The
+clipped fraction depends on the private batch and is not used (derived here;
+docs/engine.md §3b).
 """
 
 from __future__ import annotations
@@ -18,10 +27,13 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 
-__all__ = ["SNR_THRESHOLD", "MIN_RELATIVE_STEP", "MAX_RELATIVE_STEP", "stuck_run_cause"]
+__all__ = ["SNR_THRESHOLD", "NOISE_Z", "MIN_RELATIVE_STEP", "MAX_RELATIVE_STEP", "stuck_run_cause"]
 
 #: Below this estimated signal-to-noise ratio of a step's noisy sum, the noise dominates.
 SNR_THRESHOLD = 1.0
+#: The run's accumulated released sums are "noise alone" while within this many standard
+#: deviations (√(2/d)) of what pure noise gives.
+NOISE_Z = 2.0
 #: Below this median relative step ‖Δθ‖/‖θ‖, the learning rate is too small to move the model.
 MIN_RELATIVE_STEP = 1e-3
 #: Above it, each step moves the weights by about their own size: the learning rate is too large.
@@ -36,14 +48,21 @@ def stuck_run_cause(records: Sequence[Mapping], *, batch_argument: str = "the lo
     Reads the public fields of the optimizer's step records
     (:attr:`~pennylane_qshiftdp.QShiftDPOptimizer.history`): ``released_sum_norm`` (norm of
     the noisy sum, the DP release), ``noise_variance_total`` (:math:`V = d\sigma^2C^2`,
-    public), ``parameter_step_norm`` and ``parameter_norm`` (of the released parameters).
+    public), ``released_total_norm`` and ``noise_variance_cumulative`` (their running sums),
+    ``parameter_step_norm`` and ``parameter_norm`` (of the released parameters).
     Empty steps are skipped. The checks, in order:
 
     1. the learning-rate scale: the median of :math:`\lVert\Delta\theta\rVert/\lVert
        \theta\rVert` is below :data:`MIN_RELATIVE_STEP` (the steps barely move the weights)
        or above :data:`MAX_RELATIVE_STEP` (each step moves them by about their size);
-    2. the noise: :math:`\widehat{\mathrm{SNR}} < 1` (see the module's docstring: the mean of
-       :math:`\lVert\tilde s\rVert^2 - V` over the steps estimates the signal power).
+    2. the noise: :math:`\widehat{\mathrm{SNR}} < 1` per step (the mean of
+       :math:`\lVert\tilde s\rVert^2 - V` over the steps estimates the signal power) **and**
+       the run's accumulated releases are indistinguishable from noise: with
+       ``released_total_norm`` and ``noise_variance_cumulative`` (the norm of the sum of the
+       released noisy sums and the sum of their variances), :math:`\lVert\sum_t\tilde
+       s_t\rVert^2/\sum_t V_t < 1 + 2\sqrt{2/d}` (within :data:`NOISE_Z` standard deviations
+       of the :math:`\chi^2_d/d` law of pure noise; d = ``coordinates``). Records without
+       these fields use the per-step test alone.
 
     Args:
         records: the step records (dicts) of a run, in order.
@@ -59,7 +78,7 @@ def stuck_run_cause(records: Sequence[Mapping], *, batch_argument: str = "the lo
         >>> steps = [{"released_sum_norm": 8.0, "noise_variance_total": 100.0,
         ...           "parameter_step_norm": 0.01, "parameter_norm": 1.0}] * 3
         >>> print(stuck_run_cause(steps))  # doctest: +ELLIPSIS
-        the noise dominates every step: the estimated signal-to-noise ratio of the noisy ...
+        the noise dominates: the estimated signal-to-noise ratio of the noisy gradient ...
     """
     rows = [r for r in records if r.get("released_sum_norm") is not None
             and r.get("noise_variance_total")]
@@ -85,11 +104,21 @@ def stuck_run_cause(records: Sequence[Mapping], *, batch_argument: str = "the lo
                              for r in rows)
     variance = statistics.fmean(r["noise_variance_total"] for r in rows)
     snr = math.sqrt(max(power, 0.0) / variance)
-    if snr < SNR_THRESHOLD:
+    last = rows[-1]
+    run_snr, run_noise = None, False
+    if last.get("released_total_norm") is not None and last.get("noise_variance_cumulative"):
+        ratio = last["released_total_norm"] ** 2 / last["noise_variance_cumulative"]
+        run_snr = math.sqrt(max(0.0, ratio - 1.0))
+        # Pure noise gives ratio ~ χ²_d/d: mean 1, standard deviation √(2/d).
+        d = last.get("coordinates")
+        run_noise = ratio < 1.0 + (NOISE_Z * math.sqrt(2.0 / d) if d else SNR_THRESHOLD**2)
+    if snr < SNR_THRESHOLD and (run_snr is None or run_noise):
+        over_run = ("" if run_snr is None else
+                    f", and {run_snr:.2g} for the sum over the run")
         causes.append(
-            f"the noise dominates every step: the estimated signal-to-noise ratio of the noisy "
-            f"gradient sum is {snr:.2g} (below {SNR_THRESHOLD:g}; estimated from the released "
-            f"noisy sums, {len(rows)} steps), so the steps are mostly random. Raise "
+            f"the noise dominates: the estimated signal-to-noise ratio of the noisy gradient "
+            f"sum is {snr:.2g} per step{over_run} (below {SNR_THRESHOLD:g}; estimated from the "
+            f"released noisy sums, {len(rows)} steps), so the steps are mostly random. Raise "
             f"{epsilon_argument}, train fewer epochs, or raise {batch_argument} (the clipped "
             f"sum grows with the batch, the noise does not).")
     return " ".join(causes) if causes else None

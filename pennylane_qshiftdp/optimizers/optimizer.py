@@ -90,7 +90,8 @@ PUBLIC_RECORD_KEYS = frozenset({
     "noise_multiplier", "noise_std", "sensitivity", "artificial_variance_mean",
     "target_variance", "clip_norm", "clip_norms", "next_clip_norm",
     "released_centred_unclipped_count", "epsilon", "released_sum_norm", "noise_variance_total",
-    "parameter_step_norm", "parameter_norm",
+    "parameter_step_norm", "parameter_norm", "released_total_norm", "noise_variance_cumulative",
+    "coordinates",
 })
 
 
@@ -315,6 +316,10 @@ class QShiftDPOptimizer(DPOptimizer):
         self.history: list[StepRecord] = []
         self.last_record: StepRecord | None = None
         self._step_stats: dict = {}
+        # The running sum of the released noisy sums and of their noise variances, since this
+        # optimizer was made (or its state loaded): DP releases, read by the diagnosis.
+        self._released_total: dict[int, torch.Tensor] = {}
+        self._released_variance = 0.0
         self._scale_iterations = 1
         self._loader: Iterable[list[Any]] | None = None
         self._warned_loader = False
@@ -607,7 +612,12 @@ class QShiftDPOptimizer(DPOptimizer):
             noise = (self._standard_normal(n) * var.sqrt()).reshape(p.shape)
             p.grad = (p.summed_grad + noise.to(p.summed_grad)).view_as(p)
             released += float(p.grad.double().pow(2).sum())
+            total_so_far = self._released_total.get(id(p))
+            self._released_total[id(p)] = (p.grad.detach().double().clone()
+                                           if total_so_far is None
+                                           else total_so_far.add_(p.grad.detach().double()))
             p.summed_grad = None
+        self._released_variance += added_total
         if self.adaptive_clipping is not None:
             self._update_clip_norm()
         if self.adaptive_clipping is not None or not math.isfinite(min_mult):
@@ -627,6 +637,10 @@ class QShiftDPOptimizer(DPOptimizer):
             # public (the diagnosis estimates the signal from them, at no privacy cost)
             released_sum_norm=math.sqrt(released),
             noise_variance_total=added_total,
+            released_total_norm=math.sqrt(sum(float(t.pow(2).sum())
+                                              for t in self._released_total.values())),
+            noise_variance_cumulative=self._released_variance,
+            coordinates=coords,
             credited_variance_mean=credited_total / max(coords, 1),
             target_variance=(self.noise_multiplier * scale) ** 2,
             clip_norm=clip,
@@ -759,7 +773,8 @@ class QShiftDPOptimizer(DPOptimizer):
                                      "artificial_variance_mean",
                                      "credited_variance_mean", "target_variance", "clip_norm",
                                      "clip_norms", "gradient_snr", "released_sum_norm",
-                                     "noise_variance_total",
+                                     "noise_variance_total", "released_total_norm",
+                                     "noise_variance_cumulative", "coordinates",
                                      "shot_variance_estimate_mean",
                                      "shot_variance_lower_bound_mean")},
         )
@@ -848,6 +863,7 @@ class QShiftDPOptimizer(DPOptimizer):
                     f"optimizer's ({float(self.expected_batch_size):g}): the public divisor of "
                     f"the noisy sum must stay the same when a run is resumed.")
         self.original_optimizer.load_state_dict(state_dict["optimizer"])
+        self._released_total, self._released_variance = {}, 0.0  # the diagnosis restarts
         self.history = [StepRecord(r) for r in state_dict["history"]]
         self.last_record = self.history[-1] if self.history else None
         self.max_grad_norm = float(state_dict["max_grad_norm"])

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import warnings
 
 import numpy as np
 import pennylane as qml
 import torch
 
+from .._validation import ignoring_warnings
 from ..exceptions import SensitivityError
 from ..gradients._keys import measurement_key, value_key
 from ..gradients.observables import TRANSFORM_NAME
@@ -56,8 +56,7 @@ def _leaf_gradients(params, leaves):
         dtype = functools.reduce(torch.promote_types, [o.dtype for o in outs])
         stacked = torch.stack([o.to(dtype) for o in outs])
         eye = torch.eye(len(outs), dtype=stacked.dtype)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # torch's vmap performance notes
+        with ignoring_warnings(("", Warning)):  # torch's vmap performance notes
             batched = torch.autograd.grad(stacked, leaves, grad_outputs=eye,
                                           retain_graph=True, allow_unused=True,
                                           is_grads_batched=True)
