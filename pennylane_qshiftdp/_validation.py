@@ -323,12 +323,13 @@ def ignoring_warnings(*rules: tuple[str, type[Warning]]) -> Iterator[None]:
     """
     entries = [("ignore", re.compile(message, re.I) if message else None, category, None, 0)
                for message, category in rules]
-    warnings.filters[:0] = entries
+    filters: list = warnings.filters  # type: ignore[assignment]  # a list at run time
+    filters[:0] = entries
     try:
         yield
     finally:
         for entry in entries:
-            for i, existing in enumerate(warnings.filters):
+            for i, existing in enumerate(filters):
                 if existing is entry:
-                    del warnings.filters[i]
+                    del filters[i]
                     break

@@ -278,8 +278,9 @@ def default_clip_mode(module: torch.nn.Module, *,
                       credit: str = "none") -> str:
     """The clip mode :func:`make_private` uses when ``max_grad_norm`` is not given.
 
-    ``"certified"`` (Q-ShiftDP: C = the a-priori bound Δ) for a model whose only trainable
-    parameters are the weights of one TorchLayer, for a hybrid model whose classical
+    ``"certified"`` (Q-ShiftDP: C = the a-priori bound Δ) for a model with exactly one
+    TorchLayer (frozen ones count) whose weights are its only trainable parameters, for a hybrid
+    model whose classical
     parameters get their own clip (``classical_max_grad_norm``), and for every shot-noise
     credit mode; ``"automatic"`` (automatic clipping, Bu et al., arXiv:2206.07136) for every
     other model: hybrids without a classical clip, several TorchLayers, classical models.
@@ -377,8 +378,9 @@ def _prepare_clipping(model: _Model, sampling: _Sampling, sens, *, max_grad_norm
                 f"{AUTOMATIC_CLIPPING_GAMMA:g}), of norm below C = 1"}
         if default_mode:
             info["description"] += (
-                " (the default for this model: the certified bound Δ covers one TorchLayer "
-                "and nothing else trainable; decided from the model's structure only)")
+                " (the default for this model: it trains parameters outside a single "
+                "TorchLayer, which the certified bound Δ does not cover; chosen from the "
+                "model's structure only, never from the data)")
         return _Clipping(1.0, None, info)
     if max_grad_norm == "adaptive":
         adaptive = dict(adaptive_clipping or {})

@@ -15,11 +15,13 @@ both part of the guarantee:
    2007; ε_sel-DP for any scores of sensitivity Δ_u), sampled as the arg max of
    ε_sel·u_i/(2Δ_u) + G_i with independent standard Gumbel G_i. The scores themselves are never
    returned or printed.
-3. **The total.** (ε_runs + ε_sel, δ): ε_runs is the accountant's ε of the concatenated
-   *proven* histories of the runs as they were actually trained (read from their ledgers at
-   :attr:`PrivacyLedger.proven_history`), composed with the ε_sel-DP choice by basic composition
-   (Dwork & Roth, Theorem 3.16). :meth:`PrivateSelection.select` refuses to choose when this total
-   exceeds the budget.
+3. **The total.** (ε_runs + ε_sel, δ): ε_runs is the accountant's ε of every run's budget —
+   its *proven* history as trained (read from its ledger,
+   :attr:`PrivacyLedger.proven_history`) followed by the steps its ledger still allows — all
+   concatenated; charging the whole budget keeps a run stopped early on private information
+   covered. It is composed with the ε_sel-DP choice by basic composition (Dwork & Roth,
+   Theorem 3.16). :meth:`PrivateSelection.select` refuses to choose when this total exceeds
+   the budget, or when a run was trained further after it was reported.
 
 This is the simple charged scheme the survey of Papernot & Steinke (arXiv:2110.03620, §1)
 starts from; their random-stopping schemes cost less for large K and are not implemented.
@@ -90,6 +92,8 @@ class Selected:
         epsilon_runs: ε of the K runs' composed proven histories.
         epsilon_selection: ε of the choice.
         delta: δ of the guarantee.
+        adjacency: the runs' neighbouring relation (``"add_remove"`` or ``"replace_one"``).
+        seeded: whether the choice was drawn from a seeded generator (research, not release).
     """
 
     index: int
@@ -99,14 +103,22 @@ class Selected:
     epsilon_runs: float
     epsilon_selection: float
     delta: float
+    adjacency: str = "add_remove"
+    seeded: bool = False
 
     def statement(self) -> str:
         """One paragraph: what the (ε, δ) covers and how it was composed."""
-        return (f"Private selection: ({self.epsilon:.4g}, {self.delta:.3g})-DP for the "
-                f"released models of every candidate run and the choice of candidate "
-                f"{self.index}: the runs' proven histories composed by the accountant "
-                f"(ε = {self.epsilon_runs:.4g} nats) plus the exponential-mechanism choice "
-                f"(ε = {self.epsilon_selection:.4g} nats), basic composition.")
+        text = (f"Private selection: ({self.epsilon:.4g}, {self.delta:.3g})-DP under "
+                f"{self.adjacency.replace('_', '/')} adjacency for the released models of "
+                f"every candidate run (as they were when reported) and the choice of "
+                f"candidate {self.index}: each run's budget (its proven history and the steps "
+                f"it still allowed) composed by the accountant (ε = {self.epsilon_runs:.4g} "
+                f"nats) plus the exponential-mechanism choice (ε = "
+                f"{self.epsilon_selection:.4g} nats), basic composition.")
+        if self.seeded:
+            text += (" The choice was drawn from a seeded generator: repeatable research, "
+                     "not for release.")
+        return text
 
 
 class PrivateSelection:
@@ -136,28 +148,38 @@ class PrivateSelection:
         >>> sel = PrivateSelection([{"lr": 0.1}, {"lr": 1.0}], target_epsilon=2.0,
         ...                        target_delta=1e-5, selection_epsilon=0.2)
         >>> round(sel.run_epsilon(sample_rate=0.1, epochs=5), 3)
-        1.228
+        1.25
     """
 
     def __init__(self, candidates: Sequence[Any], *, target_epsilon: float, target_delta: float,
                  selection_epsilon: float, score_sensitivity: float = 1.0,
                  accountant: str = DEFAULT_ACCOUNTANT, seed: int | None = None) -> None:
+        if isinstance(candidates, (str, bytes)):
+            raise ValueError(f"`candidates` must be a sequence of configurations, not a string. "
+                             f"Found {candidates!r}.")
         self.candidates = list(candidates)
         if not self.candidates:
             raise ValueError("`candidates` is empty: pass at least one configuration.")
-        self.target_epsilon = _positive(target_epsilon, "target_epsilon")
-        if not (isinstance(target_delta, (int, float)) and 0.0 < target_delta < 1.0):
+        self.target_epsilon: float = _positive(target_epsilon, "target_epsilon")
+        if isinstance(target_delta, bool) or not (isinstance(target_delta, numbers.Real)
+                                                  and 0.0 < target_delta < 1.0):
             raise ValueError(f"`target_delta` must be in (0, 1). Found {target_delta!r}.")
-        self.target_delta = float(target_delta)
+        self.target_delta: float = float(target_delta)
         eps_sel = _positive(selection_epsilon, "selection_epsilon")
         if eps_sel >= self.target_epsilon:
             raise ValueError(f"`selection_epsilon` ({selection_epsilon!r}) must be below "
                              f"`target_epsilon` ({target_epsilon!r}): the runs need a budget.")
-        self.selection_epsilon = eps_sel if len(self.candidates) > 1 else 0.0
-        self.score_sensitivity = _positive(score_sensitivity, "score_sensitivity")
-        self.accountant = check_accountant(accountant)
-        self._rng = random.SystemRandom() if seed is None else random.Random(seed)
-        self._reports: dict[int, tuple[list[tuple[float, float, int]], float, Any]] = {}
+        self.selection_epsilon: float = eps_sel if len(self.candidates) > 1 else 0.0
+        self.score_sensitivity: float = _positive(score_sensitivity, "score_sensitivity")
+        self.accountant: str = check_accountant(accountant)
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
+            raise ValueError(f"`seed` must be an int or None. Found {seed!r}.")
+        self.seed: int | None = None if seed is None else int(seed)
+        self._rng: random.Random = (random.SystemRandom() if seed is None
+                                    else random.Random(self.seed))
+        # index -> (the run's ledger, its steps when reported, its score, its result)
+        self._reports: dict[int, tuple[Any, int, float, Any]] = {}
+        self._planned_run_epsilon: float | None = None
         self._selected: Selected | None = None
 
     # ------------------------------------------------------------------ planning
@@ -183,32 +205,44 @@ class PrivateSelection:
         sigma = calibrate_noise_multiplier(target_epsilon=share, target_delta=self.target_delta,
                                            sample_rate=sample_rate, steps=k * steps,
                                            accountant=self.accountant)
-        return epsilon_from_history([(sigma, float(sample_rate), steps)],
-                                    delta=self.target_delta, accountant=self.accountant)
+        eps = epsilon_from_history([(sigma, float(sample_rate), steps)],
+                                   delta=self.target_delta, accountant=self.accountant)
+        self._planned_run_epsilon = eps
+        return eps
 
     # ------------------------------------------------------------------ reporting
     def report(self, index: int, privacy: Any, score: float, result: Any = None) -> None:
-        """Record a finished run: its history (from its ledger) and its private score.
+        """Record a finished run: its ledger and its private score.
+
+        Train nothing more with the run afterwards: :meth:`select` refuses if its ledger
+        has changed. The run is charged its whole budget (its history and every step its
+        ledger still allows), so a run stopped early — even on its validation score — is
+        covered.
 
         Args:
             index: the candidate's position in ``candidates``.
             privacy: the run's optimizer (from :func:`make_private`) or its
                 :class:`~pennylane_qshiftdp.PrivacyLedger`.
-            score: the run's score, of sensitivity ``score_sensitivity`` (finite).
+            score: the run's score, of sensitivity ``score_sensitivity`` (finite). With the
+                default sensitivity 1 it must be a whole number (a count of correct
+                predictions): an accuracy in [0, 1] would make the choice nearly uniform.
             result: anything to hand back if this candidate is chosen (the model).
 
         Raises:
             ValueError: for an unknown or already reported index, a report after
-                :meth:`select`, a ledger with another δ, or a
-                score that is not finite.
+                :meth:`select`, a ledger with another δ, accountant or adjacency than the
+                runs before, a shot-noise credit mode, a run trained at a larger
+                ``target_epsilon`` than :meth:`run_epsilon` planned, or a score that is not
+                finite (or not whole at sensitivity 1).
             TypeError: if ``privacy`` carries no ledger.
         """
-        if not isinstance(index, int) or isinstance(index, bool) or not (
+        if self._selected is not None:
+            raise ValueError("the choice was already drawn: no run can be reported after it.")
+        if isinstance(index, bool) or not isinstance(index, numbers.Integral) or not (
                 0 <= index < len(self.candidates)):
             raise ValueError(f"`index` must be an int in [0, {len(self.candidates)}). "
                              f"Found {index!r}.")
-        if self._selected is not None:
-            raise ValueError("the choice was already drawn: no run can be reported after it.")
+        index = int(index)
         if index in self._reports:
             raise ValueError(f"candidate {index} was already reported: each run is reported "
                              f"once.")
@@ -220,13 +254,48 @@ class PrivateSelection:
             raise ValueError(f"the run's target_delta ({ledger.target_delta!r}) differs from "
                              f"the selection's ({self.target_delta!r}): train every run with "
                              f"target_delta={self.target_delta!r}.")
+        if ledger.accountant != self.accountant:
+            raise ValueError(f"the run's accountant ({ledger.accountant!r}) is not the "
+                             f"selection's ({self.accountant!r}): use one accountant for the "
+                             f"runs and the selection.")
+        if ledger.credit_mode != "none":
+            raise ValueError(f"the run uses credit={ledger.credit_mode!r}: its proven ε is up "
+                             f"to proven_epsilon_factor times its target, so the selection "
+                             f"would exceed its plan. Train the candidates with credit='none'.")
+        adjacency = {r[0].adjacency for r in self._reports.values()}
+        if adjacency and ledger.adjacency not in adjacency:
+            raise ValueError(f"the run's adjacency ({ledger.adjacency!r}) is not that of the "
+                             f"runs reported before ({adjacency.pop()!r}): one guarantee "
+                             f"needs one adjacency.")
+        planned = self._planned_run_epsilon
+        if planned is not None and float(ledger.target_epsilon) > planned * (1 + 1e-12):
+            raise ValueError(f"the run was trained at target_epsilon "
+                             f"{float(ledger.target_epsilon):.6g}, above the "
+                             f"{planned:.6g} that run_epsilon(...) planned: the runs composed "
+                             f"would exceed target_epsilon {self.target_epsilon:g}.")
         (value,) = _check_scores([score], name="score")
-        self._reports[index] = (list(ledger.proven_history), value, result)
+        if self.score_sensitivity == 1.0 and not float(value).is_integer():
+            raise ValueError(f"`score` ({value!r}) is not a whole number while "
+                             f"score_sensitivity is 1: report a count (correct held-out "
+                             f"predictions), or set score_sensitivity to what one example can "
+                             f"change the score by (1/n for an accuracy over n examples).")
+        self._reports[index] = (ledger, int(ledger.steps), value, result)
+
+    @staticmethod
+    def _charged_history(ledger) -> list[tuple[float, float, int]]:
+        """The run's proven history and every step its budget still allows (its plan)."""
+        history = list(ledger.proven_history)
+        more = int(ledger.remaining_steps())
+        if more > 0:
+            history.append((float(ledger.noise_multiplier), float(ledger.sample_rate), more))
+        return history
 
     @property
     def epsilon_runs(self) -> float:
-        """ε (nats) of the runs reported so far, their proven histories composed."""
-        history = [entry for hist, _, _ in self._reports.values() for entry in hist]
+        """ε (nats) of the runs reported so far: each run's proven history and the steps its
+        budget still allows, composed."""
+        history = [entry for ledger, _, _, _ in self._reports.values()
+                   for entry in self._charged_history(ledger)]
         return epsilon_from_history(history, delta=self.target_delta,
                                     accountant=self.accountant)
 
@@ -252,6 +321,12 @@ class PrivateSelection:
             raise ValueError(f"candidates {missing} were not reported: every planned run must "
                              f"be trained and reported before the choice (an unreported run "
                              f"would still have spent its budget).")
+        changed = [i for i, (ledger, steps, _, _) in sorted(self._reports.items())
+                   if int(ledger.steps) != steps]
+        if changed:
+            raise ValueError(f"runs {changed} were trained after they were reported: report "
+                             f"each run when it is finished (its released model is what the "
+                             f"guarantee covers).")
         eps_runs = self.epsilon_runs
         total = eps_runs + self.selection_epsilon
         if total > self.target_epsilon:
@@ -264,13 +339,15 @@ class PrivateSelection:
             index = 0
         else:
             scale = self.selection_epsilon / (2 * self.score_sensitivity)
-            noisy = [scale * self._reports[i][1] + _gumbel(self._rng) for i in range(k)]
+            noisy = [scale * self._reports[i][2] + _gumbel(self._rng) for i in range(k)]
             index = max(range(k), key=noisy.__getitem__)
         self._selected = Selected(index=index, candidate=self.candidates[index],
-                                  result=self._reports[index][2], epsilon=total,
+                                  result=self._reports[index][3], epsilon=total,
                                   epsilon_runs=eps_runs,
                                   epsilon_selection=self.selection_epsilon,
-                                  delta=self.target_delta)
+                                  delta=self.target_delta,
+                                  adjacency=str(self._reports[index][0].adjacency),
+                                  seeded=self.seed is not None)
         return self._selected
 
     def __repr__(self) -> str:  # no score

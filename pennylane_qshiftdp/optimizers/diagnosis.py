@@ -9,11 +9,11 @@ nothing here is charged or leaks more — the mean signal power is estimated wit
 **signal-to-noise ratio** :math:`\widehat{\mathrm{SNR}} = \sqrt{\max(0,
 \widehat{\lVert s\rVert^2})/V}`. One step's SNR is below 1 in most private runs that learn:
 the signal of T steps adds up like T, the noise like :math:`\sqrt T`. So the noise is named
-only when the **run's** accumulated releases are indistinguishable from noise too: the sum of all released noisy sums
-:math:`\sum_t \tilde s_t` has :math:`E\lVert\sum_t\tilde s_t\rVert^2 = \lVert\sum_t
-s_t\rVert^2 + \sum_t V_t`, so :math:`\sqrt{\max(0, \lVert\sum_t\tilde s_t\rVert^2 /
-\sum_t V_t - 1)}` estimates how far the accumulated signal stands above the accumulated noise
-(with no signal, :math:`\lVert\sum_t z_t\rVert^2/\sum_t V_t` is a
+only when the **run's** accumulated releases are indistinguishable from noise too: the sum of
+all released noisy sums :math:`\sum_t \tilde s_t` has
+:math:`E\lVert\sum_t\tilde s_t\rVert^2 = \lVert\sum_t s_t\rVert^2 + \sum_t V_t`, so
+:math:`\sqrt{\max(0, \lVert\sum_t\tilde s_t\rVert^2 / \sum_t V_t - 1)}` estimates how far
+the accumulated signal stands above the accumulated noise (with no signal, :math:`\lVert\sum_t z_t\rVert^2/\sum_t V_t` is a
 :math:`\chi^2_d/d` variable, mean 1 and standard deviation :math:`\sqrt{2/d}`; the noise is
 named while the ratio stays within two of them of 1). The **learning-rate
 scale** is how far the released parameters moved per step relative to their norm. The

@@ -84,6 +84,10 @@ class StepRecord(dict):
     """
 
 
+#: Automatic clipping scales its factor by this (1 − 2⁻²⁰): float32 rows of huge gradients
+#: would otherwise round to norms up to ~4e-8 above C (measured).
+_AUTOMATIC_MARGIN = 1.0 - 2.0**-20
+
 #: Step-record keys that do not depend on the private batch (or are DP releases).
 PUBLIC_RECORD_KEYS = frozenset({
     "step", "credit_mode", "certified", "adjacency", "proven_noise_multiplier",
@@ -506,7 +510,10 @@ class QShiftDPOptimizer(DPOptimizer):
                 if self.automatic_gamma is None:
                     factor = (norm / (norms + 1e-6)).clamp(max=1.0) * finite
                 else:  # automatic clipping: C·g/(‖g‖ + γC), of norm below C for every g
-                    factor = (norm / (norms + self.automatic_gamma * norm)) * finite
+                    # (the margin keeps it below C after the rows are rounded to float32,
+                    # where γC/‖g‖ vanishes for huge gradients)
+                    factor = (norm / (norms + self.automatic_gamma * norm)
+                              * _AUTOMATIC_MARGIN) * finite
             binding = (norms > norm * (1.0 + _BIND_RTOL) if self.automatic_gamma is None
                        else torch.ones_like(norms, dtype=torch.bool))  # every row rescaled
             unclipped = int((~binding).sum())

@@ -137,3 +137,37 @@ def test_check_choice_lists_choices():
     msg = "`accountant` must be one of 'rdp', 'prv'. Found 'gdp'."
     with pytest.raises(ValueError, match=re.escape(msg)):
         check_choice("gdp", "accountant", ("rdp", "prv"))
+
+
+def _warn_once_per_location():
+    import warnings
+
+    warnings.warn("a once-per-location notice", UserWarning, stacklevel=1)
+
+
+def test_ignoring_warnings_keeps_the_once_per_location_record():
+    """A user's default-filtered warning prints once even when the library ignores other
+    warnings in between (``catch_warnings`` would reset the record, and it would print again
+    at every training step); the rules are removed afterwards."""
+    import warnings
+
+    from pennylane_qshiftdp._validation import ignoring_warnings
+
+    shown = []
+    with warnings.catch_warnings():
+        warnings.resetwarnings()
+        warnings.simplefilter("default")
+        before = list(warnings.filters)
+        old, warnings.showwarning = warnings.showwarning, lambda *a, **k: shown.append(a[0])
+        try:
+            for _ in range(3):
+                _warn_once_per_location()
+                with ignoring_warnings(("spam", UserWarning), ("", RuntimeWarning)):
+                    warnings.warn("spam", UserWarning, stacklevel=1)
+                    warnings.warn("anything", RuntimeWarning, stacklevel=1)
+            assert [str(m) for m in shown] == ["a once-per-location notice"]
+            assert warnings.filters == before
+            warnings.warn("spam", UserWarning, stacklevel=1)  # the rule is gone
+            assert [str(m) for m in shown][-1] == "spam"
+        finally:
+            warnings.showwarning = old

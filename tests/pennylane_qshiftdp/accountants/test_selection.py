@@ -6,6 +6,7 @@ import math
 import types
 import warnings
 
+import numpy as np
 import pennylane as qml
 import pytest
 import torch
@@ -23,9 +24,15 @@ from pennylane_qshiftdp.accountants.selection import PrivateSelection, selection
 DELTA = 1e-5
 
 
-def _ledger(history, delta=DELTA):
-    """A stand-in for a run's ledger: what report() reads."""
-    return types.SimpleNamespace(proven_history=list(history), target_delta=delta)
+def _ledger(history, delta=DELTA, **fields):
+    """A stand-in for a finished run's ledger: what report() and select() read (no step left
+    in its budget)."""
+    values = dict(proven_history=list(history), target_delta=delta, accountant="pld",
+                  credit_mode="none", adjacency="add_remove", target_epsilon=1e9,
+                  steps=sum(n for _, _, n in history), remaining_steps=lambda: 0,
+                  noise_multiplier=history[-1][0], sample_rate=history[-1][1])
+    values.update(fields)
+    return types.SimpleNamespace(**values)
 
 
 @pytest.mark.parametrize("k", [1, 2, 5])
@@ -50,7 +57,7 @@ def test_runs_calibrated_at_run_epsilon_compose_within_the_budget(k, q, epochs):
     assert total <= 2.0
     assert total >= 0.9 * 2.0 - (0.2 if k == 1 else 0.0)  # and it uses the budget
     for i in range(k):
-        sel.report(i, _ledger([(sigma, q, steps)]), score=i)
+        sel.report(i, _ledger([(sigma, q, steps)], target_epsilon=eps_run), score=i)
     assert sel.select().epsilon <= 2.0
     assert sel.epsilon_runs == pytest.approx(epsilon_from_history(history, delta=DELTA))
 
@@ -191,8 +198,81 @@ def test_selection_over_make_private_runs():
         ledgers.append(popt.ledger)
     chosen = sel.select()
     history = [e for led in ledgers for e in led.proven_history]
-    assert chosen.epsilon_runs == pytest.approx(epsilon_from_history(history, delta=DELTA))
+    charged = [e for led in ledgers for e in led.proven_history
+               + ([(led.noise_multiplier, led.sample_rate, led.remaining_steps())]
+                  if led.remaining_steps() else [])]
+    assert chosen.epsilon_runs == pytest.approx(epsilon_from_history(charged, delta=DELTA))
+    assert chosen.epsilon_runs >= epsilon_from_history(history, delta=DELTA)
     assert chosen.epsilon == pytest.approx(chosen.epsilon_runs + 0.5)
     assert chosen.epsilon <= 3.0
     assert chosen.result is not None and chosen.candidate == sel.candidates[chosen.index]
-    assert f"({chosen.epsilon:.4g}, 1e-05)-DP" in chosen.statement()
+    assert f"({chosen.epsilon:.4g}, 1e-05)-DP under add/remove adjacency" in chosen.statement()
+    assert "seeded generator" in chosen.statement()
+
+
+def test_a_run_stopped_early_is_charged_its_whole_budget():
+    """A run stopped after 3 of its steps (say, on its validation score, which is private) is
+    charged as if it had run its plan: the stopping rule cannot leak through the total."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(40, 1, generator=g) * math.pi
+    y = torch.where(x[:, 0] < math.pi / 2, 1.0, -1.0)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=10)
+    sel = PrivateSelection(["only"], target_epsilon=2.0, target_delta=DELTA,
+                           selection_epsilon=0.5)
+    eps_run = sel.run_epsilon(sample_rate=0.25, epochs=5)
+    model = _model(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pmodel, popt, ploader = qs.make_private(
+            model, torch.optim.SGD(model.parameters(), lr=0.1), loader,
+            target_epsilon=eps_run, target_delta=DELTA, epochs=5, dataset_size=40,
+            loss=qs.losses.LinearLoss(), seed=0)
+        for step, (xb, yb) in enumerate(ploader):
+            if step == 3:
+                break
+            popt.zero_grad()
+            if len(xb):
+                (-(yb * pmodel(xb)).sum()).backward()
+            popt.step()
+    assert popt.ledger.steps == 3
+    sel.report(0, popt, score=1)
+    chosen = sel.select()
+    assert chosen.epsilon_runs > popt.ledger.epsilon  # the plan, not the 3 steps taken
+    assert chosen.epsilon_runs == pytest.approx(eps_run, rel=0.02)
+    assert chosen.epsilon_runs <= eps_run
+
+
+def test_refusals_that_protect_the_total():
+    led = _ledger([(5.0, 0.1, 10)])
+    sel = PrivateSelection([1, 2], target_epsilon=1.0, target_delta=DELTA,
+                           selection_epsilon=0.1)
+    with pytest.raises(ValueError, match="accountant"):
+        sel.report(0, _ledger([(5.0, 0.1, 10)], accountant="rdp"), score=1)
+    with pytest.raises(ValueError, match="credit='adaptive'"):
+        sel.report(0, _ledger([(5.0, 0.1, 10)], credit_mode="adaptive"), score=1)
+    with pytest.raises(ValueError, match="not a whole number"):
+        sel.report(0, led, score=0.9)
+    sel.report(0, led, score=np.int64(3))
+    with pytest.raises(ValueError, match="adjacency"):
+        sel.report(1, _ledger([(5.0, 0.1, 10)], adjacency="replace_one"), score=1)
+    sel.report(np.int64(1), _ledger([(5.0, 0.1, 10)]), score=2)
+    led.steps += 1  # trained further after its report
+    with pytest.raises(ValueError, match=r"runs \[0\] were trained after they were reported"):
+        sel.select()
+    planned = PrivateSelection([1, 2], target_epsilon=1.0, target_delta=DELTA,
+                               selection_epsilon=0.1)
+    eps_run = planned.run_epsilon(sample_rate=0.1, epochs=2)
+    with pytest.raises(ValueError, match="above the .* that run_epsilon"):
+        planned.report(0, _ledger([(5.0, 0.1, 10)], target_epsilon=2 * eps_run), score=1)
+    with pytest.raises(ValueError, match="not a string"):
+        PrivateSelection("ab", target_epsilon=1.0, target_delta=DELTA, selection_epsilon=0.1)
+    with pytest.raises(ValueError, match="`seed` must be an int or None. Found 'x'"):
+        PrivateSelection([1, 2], target_epsilon=1.0, target_delta=DELTA,
+                         selection_epsilon=0.1, seed="x")
+    fractional = PrivateSelection([1, 2], target_epsilon=1.0, target_delta=DELTA,
+                                  selection_epsilon=0.1, score_sensitivity=0.05)
+    fractional.report(0, _ledger([(5.0, 0.1, 10)]), score=0.9)  # an accuracy over 20
+    unseeded = PrivateSelection([1], target_epsilon=1.0, target_delta=np.float32(1e-5),
+                                selection_epsilon=0.1)
+    unseeded.report(0, _ledger([(5.0, 0.1, 10)], delta=float(np.float32(1e-5))), score=1)
+    assert "seeded" not in unseeded.select().statement()
