@@ -16,9 +16,9 @@ all released noisy sums :math:`\sum_t \tilde s_t` has
 the accumulated signal stands above the accumulated noise (with no signal,
 :math:`\lVert\sum_t z_t\rVert^2/\sum_t V_t` is a :math:`\chi^2_d/d` variable, mean 1 and
 standard deviation :math:`\sqrt{2/d}`; the noise is named while the ratio stays within two of
-them of 1). The **learning-rate scale** is how far the released parameters moved per step relative to their norm. The
-clipped fraction depends on the private batch and is not used (derived here;
-docs/engine.md §3b).
+them of 1). The **learning-rate scale** is how far the released parameters moved per step
+relative to their norm. The clipped fraction depends on the private batch and is not used
+(derived here; docs/engine.md §3b).
 """
 
 from __future__ import annotations
