@@ -597,7 +597,8 @@ def _resume(job: _Job) -> None:
         # between two refreshes of the public clip must not clip at make_private's initial one
         job.opt.load_state_dict({"optimizer": ckpt["optimizer"], "history": job.records,
                                  "max_grad_norm": ckpt["clip_norm"],
-                                 "clip_norms": ckpt.get("clip_norms"), "generator": None})
+                                 "clip_norms": ckpt.get("clip_norms"), "generator": None,
+                                 **(ckpt.get("released_running") or {})})
     else:
         job.sgd.load_state_dict(ckpt["optimizer"])
     job.start_epoch = ckpt["epoch"]

@@ -105,6 +105,9 @@ def write_checkpoint(out_dir: Path, *, config, epoch, model, sgd, opt, metrics, 
                                else None),
                 "metrics": plain([public_record(m, PUBLIC_EPOCH_FIELDS) for m in metrics]),
                 "step_records": plain([public_record(r) for r in records]),
+                # the running sums of the released noisy sums (DP releases; the diagnosis)
+                "released_running": (opt.running_release_state() if opt is not None
+                                     else None),
                 "step_in_epoch": int(step_in_epoch), "rngs": rngs, "task": task}, tmp)
     os.replace(tmp, path)
 

@@ -850,7 +850,21 @@ class QShiftDPOptimizer(DPOptimizer):
             "noise_multiplier": float(self.noise_multiplier),
             "generator": self.generator.get_state() if self.generator is not None else None,
             "ledger": self.ledger.state_dict() if self.ledger is not None else None,
+            **self.running_release_state(),
         }
+
+    def _all_params(self) -> list[torch.nn.Parameter]:
+        return [p for group in self.original_optimizer.param_groups for p in group["params"]]
+
+    def running_release_state(self) -> dict[str, Any]:
+        """The running sum of the released noisy sums (one tensor or ``None`` per parameter of
+        the wrapped optimizer, in its order) and of their noise variances: DP releases, kept so
+        that a resumed run's diagnosis (:func:`~.diagnosis.stuck_run_cause`) is the
+        uninterrupted run's."""
+        return {"released_total": [None if id(p) not in self._released_total
+                                   else self._released_total[id(p)].detach().cpu().clone()
+                                   for p in self._all_params()],
+                "released_variance": float(self._released_variance)}
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
         """Restore what :meth:`state_dict` saved.
@@ -870,7 +884,18 @@ class QShiftDPOptimizer(DPOptimizer):
                     f"optimizer's ({float(self.expected_batch_size):g}): the public divisor of "
                     f"the noisy sum must stay the same when a run is resumed.")
         self.original_optimizer.load_state_dict(state_dict["optimizer"])
-        self._released_total, self._released_variance = {}, 0.0  # the diagnosis restarts
+        self._released_total, self._released_variance = {}, 0.0
+        totals = state_dict.get("released_total")
+        if totals is not None:  # else (an older state) the diagnosis's running sums restart
+            params = self._all_params()
+            if len(totals) != len(params):
+                raise ValueError(f"`released_total` has {len(totals)} entries; this optimizer "
+                                 f"has {len(params)} parameters.")
+            for p, t in zip(params, totals, strict=True):
+                if t is not None:
+                    self._released_total[id(p)] = torch.as_tensor(
+                        t, dtype=torch.float64).to(p.device).reshape(p.shape).clone()
+            self._released_variance = float(state_dict.get("released_variance", 0.0))
         self.history = [StepRecord(r) for r in state_dict["history"]]
         self.last_record = self.history[-1] if self.history else None
         self.max_grad_norm = float(state_dict["max_grad_norm"])

@@ -426,6 +426,10 @@ def test_default_outputs_of_neighbouring_data_sets_differ_only_in_the_dp_release
         ("metrics.json", "cost", "estimated", k) for k in (
             "circuits_per_step", "shots_per_step", "total_circuits", "total_shots")}
     diff = _differing(a, b)
+    # the running sum of the released noisy sums (the diagnosis's; a DP release) and the
+    # variance added with them (public)
+    release |= {d for d in diff if d[:3] == ("checkpoint.pt", "released_running",
+                                              "released_total")}
     assert diff <= release | public_n, diff - release - public_n
     assert ("checkpoint.pt", "model", "qlayer.weights", "*", "*", "*") in diff  # it trained
     assert ("privacy_statement.txt", "Sampling") in diff  # N = 270 vs 269, stated as public
