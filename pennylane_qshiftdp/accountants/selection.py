@@ -189,8 +189,8 @@ class PrivateSelection:
         σ* is calibrated so that K runs of T = ``epochs_to_steps(epochs, q)`` steps, composed
         as one history of K·T steps, spend 0.99 × (target ε − ε_sel); the run's ε is that of
         T steps at σ*. A run calibrated for it gets σ ≥ σ* (ε is decreasing in σ), so the
-        composition stays within the budget; :meth:`select` checks the histories actually
-        trained.
+        composition stays within the budget; :meth:`select` charges each run's whole budget
+        and checks the total.
 
         Args:
             sample_rate: the runs' Poisson sampling rate q ∈ (0, 1] (all runs share it).
@@ -310,9 +310,9 @@ class PrivateSelection:
             Selected: the index, the candidate, its reported result and the total (ε, δ).
 
         Raises:
-            ValueError: if a candidate was not reported, or the composed ε of the runs plus
-                ε_sel exceeds ``target_epsilon`` (a run trained longer or with less noise
-                than :meth:`run_epsilon` plans).
+            ValueError: if a candidate was not reported, a run was trained further after its
+                report, or the composed ε of the runs plus ε_sel exceeds ``target_epsilon``
+                (a run planned for more steps or less noise than :meth:`run_epsilon` gives).
         """
         if self._selected is not None:
             return self._selected
