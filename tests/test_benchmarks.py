@@ -161,6 +161,14 @@ def test_bench_hybrid(tmp_path):
     assert "16. User-style hybrid models" in report.read_text()
 
 
+def test_bench_hybrid_quanvolution_run():
+    """The quanvolution (16 patches of each image through one circuit) trains through
+    make_private with no clip argument and spends at most its ε."""
+    row = _module("bench_hybrid").run_one("digits01", "quanv", "automatic", 2.0, 0)
+    assert row["model"] == "quanv" and 0.5 < row["test_accuracy"] <= 1.0
+    assert row["epsilon_spent"] <= 2.0
+
+
 def test_run_all_report(tmp_path):
     """RESULTS.md is generated from whatever JSON files exist (here: one tiny run)."""
     run_all = _module("run_all")
