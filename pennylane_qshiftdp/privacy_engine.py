@@ -281,10 +281,11 @@ def default_clip_mode(module: torch.nn.Module, *,
     ``"certified"`` (Q-ShiftDP: C = the a-priori bound Δ) for a model with exactly one
     TorchLayer (frozen ones count) whose weights are its only trainable parameters, for a hybrid
     model whose classical parameters get their own clip (``classical_max_grad_norm``), and for
-    every shot-noise credit mode; ``"automatic"`` (automatic clipping, Bu et al., arXiv:2206.07136) for every
-    other model: hybrids without a classical clip, several TorchLayers, classical models.
-    The choice reads the module's structure only (which layers hold trainable parameters),
-    never the data, so it costs no privacy (derived here; docs/engine.md §3a).
+    every shot-noise credit mode; ``"automatic"`` (automatic clipping, Bu et al.,
+    arXiv:2206.07136) for every other model: hybrids without a classical clip, several
+    TorchLayers, classical models. The choice reads the module's structure only (which layers
+    hold trainable parameters), never the data, so it costs no privacy (derived here;
+    docs/engine.md §3a).
 
     Args:
         module: the model, with PennyLane or product TorchLayers.
