@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import numbers
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -371,7 +371,7 @@ def _positive(value: Any, name: str) -> float:
     return float(value)
 
 
-def _check_scores(scores: Sequence[float] | Mapping, name: str = "scores") -> list[float]:
+def _check_scores(scores: Sequence[float], name: str = "scores") -> list[float]:
     values = list(scores)
     if not values:
         raise ValueError(f"`{name}` is empty.")

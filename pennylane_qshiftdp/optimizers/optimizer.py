@@ -320,9 +320,11 @@ class QShiftDPOptimizer(DPOptimizer):
         self.history: list[StepRecord] = []
         self.last_record: StepRecord | None = None
         self._step_stats: dict = {}
-        # The running sum of the released noisy sums and of their noise variances, since this
-        # optimizer was made (or its state loaded): DP releases, read by the diagnosis.
-        self._released_total: dict[int, torch.Tensor] = {}
+        # The running sum of the released noisy sums (one entry per parameter of the wrapped
+        # optimizer, by position; None until the parameter is first stepped) and of their noise
+        # variances, since this optimizer was made or its state loaded: DP releases, read by
+        # the diagnosis.
+        self._released_total: list[torch.Tensor | None] = []
         self._released_variance = 0.0
         self._scale_iterations = 1
         self._loader: Iterable[list[Any]] | None = None
@@ -596,6 +598,9 @@ class QShiftDPOptimizer(DPOptimizer):
             start += q.numel()
         min_mult, min_total = math.inf, math.inf
         credited_total, added_total, coords, signal, released = 0.0, 0.0, 0, 0.0, 0.0
+        every = self._all_params()
+        position = {id(q): i for i, q in enumerate(every)}  # this step's parameters only
+        self._released_total += [None] * (len(every) - len(self._released_total))
         for p in self.params:
             n = p.numel()
             var = torch.full((n,), target_var, dtype=torch.float64)
@@ -619,10 +624,10 @@ class QShiftDPOptimizer(DPOptimizer):
             noise = (self._standard_normal(n) * var.sqrt()).reshape(p.shape)
             p.grad = (p.summed_grad + noise.to(p.summed_grad)).view_as(p)
             released += float(p.grad.double().pow(2).sum())
-            total_so_far = self._released_total.get(id(p))
-            self._released_total[id(p)] = (p.grad.detach().double().clone()
-                                           if total_so_far is None
-                                           else total_so_far.add_(p.grad.detach().double()))
+            i = position[id(p)]
+            so_far = self._released_total[i]
+            self._released_total[i] = (p.grad.detach().double().clone() if so_far is None
+                                       else so_far.add_(p.grad.detach().double()))
             p.summed_grad = None
         self._released_variance += added_total
         if self.adaptive_clipping is not None:
@@ -645,7 +650,7 @@ class QShiftDPOptimizer(DPOptimizer):
             released_sum_norm=math.sqrt(released),
             noise_variance_total=added_total,
             released_total_norm=math.sqrt(sum(float(t.pow(2).sum())
-                                              for t in self._released_total.values())),
+                                              for t in self._released_total if t is not None)),
             noise_variance_cumulative=self._released_variance,
             coordinates=coords,
             credited_variance_mean=credited_total / max(coords, 1),
@@ -861,9 +866,10 @@ class QShiftDPOptimizer(DPOptimizer):
         the wrapped optimizer, in its order) and of their noise variances: DP releases, kept so
         that a resumed run's diagnosis (:func:`~.diagnosis.stuck_run_cause`) is the
         uninterrupted run's."""
-        return {"released_total": [None if id(p) not in self._released_total
-                                   else self._released_total[id(p)].detach().cpu().clone()
-                                   for p in self._all_params()],
+        totals = self._released_total + [None] * (len(self._all_params())
+                                                  - len(self._released_total))
+        return {"released_total": [None if t is None else t.detach().cpu().clone()
+                                   for t in totals],
                 "released_variance": float(self._released_variance)}
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
@@ -884,17 +890,16 @@ class QShiftDPOptimizer(DPOptimizer):
                     f"optimizer's ({float(self.expected_batch_size):g}): the public divisor of "
                     f"the noisy sum must stay the same when a run is resumed.")
         self.original_optimizer.load_state_dict(state_dict["optimizer"])
-        self._released_total, self._released_variance = {}, 0.0
+        self._released_total, self._released_variance = [], 0.0
         totals = state_dict.get("released_total")
         if totals is not None:  # else (an older state) the diagnosis's running sums restart
             params = self._all_params()
             if len(totals) != len(params):
                 raise ValueError(f"`released_total` has {len(totals)} entries; this optimizer "
                                  f"has {len(params)} parameters.")
-            for p, t in zip(params, totals, strict=True):
-                if t is not None:
-                    self._released_total[id(p)] = torch.as_tensor(
-                        t, dtype=torch.float64).to(p.device).reshape(p.shape).clone()
+            self._released_total = [
+                None if t is None else torch.as_tensor(t, dtype=torch.float64).to(p.device)
+                .reshape(p.shape).clone() for p, t in zip(params, totals, strict=True)]
             self._released_variance = float(state_dict.get("released_variance", 0.0))
         self.history = [StepRecord(r) for r in state_dict["history"]]
         self.last_record = self.history[-1] if self.history else None
