@@ -375,7 +375,7 @@ def _check_scores(scores: Sequence[float], name: str = "scores") -> list[float]:
     values = list(scores)
     if not values:
         raise ValueError(f"`{name}` is empty.")
-    out = []
+    out: list[float] = []
     for x in values:
         if hasattr(x, "item") and getattr(x, "ndim", 0) == 0:  # numpy or torch scalars
             x = x.item()
