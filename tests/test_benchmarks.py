@@ -322,3 +322,32 @@ def test_bench_job(tmp_path):
     [row] = data["rounds"]
     assert row["private_s"] > 0 and row["reference_s"] > 0
     assert data["median_ratio"] == pytest.approx(row["private_s"] / row["reference_s"])
+
+
+def test_tune_neuron_twin_is_the_products_model_and_runs(tmp_path):
+    """The search's analytic twin computes the product's QuantumNeuronClassifier (shots=None)
+    for the same weights and centre; the tiny search writes its rows."""
+    import torch
+
+    from pennylane_qshiftdp.app.models import QuantumNeuronClassifier
+
+    tune = _module("tune_neuron")
+    gen = torch.Generator().manual_seed(3)
+    x = torch.rand(7, 5, generator=gen, dtype=torch.float64) * math.pi
+    for center in (math.pi / 2, 1.0):
+        model = QuantumNeuronClassifier(5, 2, shots=None, init_scale=0.4, init_seed=1,
+                                        input_center=center)
+        with torch.no_grad():
+            model.pre.weight.copy_(torch.randn(1, 5, generator=gen, dtype=torch.float64))
+            model.pre.bias.fill_(0.3)
+            phi, theta, _ = model.qlayers[0].weights.detach().double()
+            want = model(x)
+        params = [model.pre.weight.detach()[0].double(), model.pre.bias.detach()[0].double(),
+                  phi, theta]
+        torch.testing.assert_close(tune.twin_output(params, x, center), want, atol=1e-6,
+                                   rtol=0)
+    data = tune.main(["--tiny", "--out", str(tmp_path)])
+    (row,) = data["rows"]
+    assert row["runs"] == 2 and 0.5 <= row["mean_validation"] <= 1.0
+    assert (tmp_path / "tune_neuron_tiny.json").exists()
+    assert len(tune.searches()) == 5 + 72 + 18 + 12

@@ -24,6 +24,7 @@ from .._validation import (
     check_choice,
     check_delta,
     check_epsilon,
+    check_finite_float,
     check_nonnegative_float,
     check_positive_float,
     check_positive_int,
@@ -153,6 +154,7 @@ def _check_scalars(config: TrainConfig) -> None:
             f"(make_private) on a device that can hold them.")
     _auto_or(config.lr, check_positive_float, "lr")
     _auto_or(config.logit_scale, check_positive_float, "logit_scale")
+    _auto_or(config.input_center, check_finite_float, "input_center")
     check_choice(config.loss, "loss", LOSSES)
     check_choice(config.credit, "credit", CREDIT_MODES)
     check_beta(config.beta, "beta", required=config.credit in ("adaptive", "isotropic"))

@@ -165,7 +165,7 @@ def _add_train_parser(subparsers) -> None:
                    "(default: %(default)s)")
     p.add_argument("--lr", type=_auto(float), default=d.lr,
                    help="SGD step; 'auto': 0.2 (quantum and hybrid, with or without noise); "
-                   "neuron 0.5 (two classes) or 0.3 (more), and without noise (--epsilon inf) "
+                   "neuron 0.25 (two classes) or 0.3 (more), and without noise (--epsilon inf) "
                    "0.01 or 0.03 (default: %(default)s)")
     p.add_argument("--loss", default=d.loss,
                    choices=["auto", "linear", "mse", "logistic", "cross_entropy"],
@@ -174,7 +174,12 @@ def _add_train_parser(subparsers) -> None:
                    "more (default: %(default)s)")
     p.add_argument("--logit-scale", type=_auto(float), default=d.logit_scale,
                    help="s of the logits s·f of cross_entropy and logistic; the certified bound "
-                   "grows linearly in s; 'auto': 5 (10 for the neuron's logistic loss) "
+                   "grows linearly in s; 'auto': 5 (the neuron's logistic loss: 20 with noise, 10 "
+                   "without) "
+                   "(default: %(default)s)")
+    p.add_argument("--input-center", type=_auto(float), default=d.input_center,
+                   help="neuron model: the public centre c (radians) of its input angles, "
+                   "a = W(x - c) + b; 'auto': 1.0 for two classes, pi/2 for more "
                    "(default: %(default)s)")
     p.add_argument("--credit", default=d.credit,
                    choices=["none", "depolarizing", "adaptive", "isotropic"],
@@ -322,6 +327,7 @@ _TRAIN_FLAGS = {"n_features": "--qubits", "name": "--dataset", "csv_path": "--cs
                 "test_size": "--test-size", "feature_range": "--feature-range",
                 "n_classes": "--classes",
                 "loss": "--loss", "logit_scale": "--logit-scale",
+                "input_center": "--input-center",
                 "expected_batch_size": "--batch-size", "target_epsilon": "--epsilon",
                 "target_delta": "--delta", "epsilon": "--epsilon", "delta": "--delta",
                 "lr": "--lr", "shots": "--shots", "n_qubits": "--qubits", "qubits": "--qubits",

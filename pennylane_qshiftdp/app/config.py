@@ -40,6 +40,9 @@ class TrainConfig:
     # "auto": 5 (cross-entropy: with outputs in [-1, 1] a small s keeps the softmax near
     # uniform), 10 for the neuron's logistic loss
     logit_scale: float | str = "auto"
+    # model="neuron": the public centre c (radians) of its input angles, a = W(x - c) + b.
+    # "auto": 1.0 for two classes, pi/2 (the middle of the angle range) for three or more
+    input_center: float | str = "auto"
     credit: str = "none"
     beta: float = 0.0
     depolarizing: float = 0.0  # device noise: PennyLane DepolarizingChannel q (default.mixed)

@@ -240,13 +240,16 @@ def _auto_shots(config, model_cls, data, loss_fn) -> int:
 
 #: The settings a run resolves from "auto" (recorded in its outputs).
 RESOLVED_SETTINGS = ("model", "qubits", "layers", "lr", "epochs", "expected_batch_size", "loss",
-                     "logit_scale", "max_grad_norm")
+                     "logit_scale", "input_center", "max_grad_norm")
 
 
 def _settings(config) -> dict:
     """The resolved settings that act on the run: no logit scale for a loss without logits,
-    no clip norm without privacy (the non-private baseline does not clip)."""
+    no clip norm without privacy (the non-private baseline does not clip), an input centre
+    only for the neuron model."""
     skip = set()
+    if config.model != "neuron":
+        skip.add("input_center")
     if config.loss not in ("logistic", "cross_entropy"):
         skip.add("logit_scale")
     if not math.isfinite(config.epsilon):
@@ -371,7 +374,8 @@ def model_factory(config: TrainConfig, data, model_cls: type, device: str,
             return QuantumNeuronClassifier(data.n_features, data.n_classes, device=device,
                                            shots=shots, seed=seed, recorder=recorder,
                                            init_scale=config.init_scale, init_seed=config.seed,
-                                           device_options=opts(device))
+                                           device_options=opts(device),
+                                           input_center=config.input_center)
         return make
 
     def make(shots, seed, recorder=None, device=default):

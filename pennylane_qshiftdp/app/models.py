@@ -22,7 +22,7 @@ from collections.abc import Callable
 import pennylane as qml
 import torch
 
-from .._validation import check_nonnegative_float, check_positive_int
+from .._validation import check_finite_float, check_nonnegative_float, check_positive_int
 from ..gradients.parameter_shift import param_shift, validate_shots
 from ..gradients.shot_statistics import ShotRecorder
 from ..qnn import TorchLayer
@@ -436,8 +436,9 @@ def make_neuron_qnode(*, device: str | qml.devices.Device = "default.qubit",
 class QuantumNeuronClassifier(_Predictions, torch.nn.Module):
     r"""A linear layer on all features feeding one qubit per output: ``Linear → RY → Rot → ⟨Z⟩``.
 
-    The input angles :math:`x \in [0, \pi]^d` are centred, :math:`a = W(x - \pi/2) + b` with
-    :math:`W \in \mathbb{R}^{M \times d}`, and output :math:`q` is
+    The input angles :math:`x \in [0, \pi]^d` are centred at a fixed public point :math:`c`,
+    :math:`a = W(x - c) + b` with :math:`W \in \mathbb{R}^{M \times d}` (``input_center``:
+    :math:`c = \pi/2` by default, the middle of the declared range), and output :math:`q` is
     :math:`f_q = \langle Z\rangle` of :math:`\mathrm{Rot}(\phi_q, \theta_q, \omega_q)
     R_Y(a_q)|0\rangle` (:func:`make_neuron_qnode`), in :math:`[-1, 1]`. :math:`M = 1` for two
     classes (prediction :math:`\mathrm{sign}\,f`, labels :math:`\pm 1`), :math:`M = K`
@@ -460,10 +461,16 @@ class QuantumNeuronClassifier(_Predictions, torch.nn.Module):
         shots, seed, recorder, device_options: as in :func:`make_qnode`.
         init_scale: standard deviation of the noise on the rotation angles (≥ 0).
         init_seed: seed of that noise.
+        input_center: the centre :math:`c` subtracted from every input angle (radians, a
+            finite number; public: it must not be computed from the data). It does not change
+            what the model can represent (:math:`b` absorbs :math:`Wc`), only where training
+            starts and how the per-example gradients :math:`\partial a/\partial W = x - c`
+            are conditioned, which matters under clipping (``qshiftdp train`` uses 1.0 for
+            two classes, see :mod:`pennylane_qshiftdp.app.defaults`).
 
     Raises:
-        ValueError: for ``n_classes`` below 2, a non-positive ``n_features`` or a negative
-            ``init_scale``.
+        ValueError: for ``n_classes`` below 2, a non-positive ``n_features``, a negative
+            ``init_scale`` or a non-finite ``input_center``.
 
     Example:
         >>> model = QuantumNeuronClassifier(5, 2, shots=None, init_scale=0.0)
@@ -476,9 +483,11 @@ class QuantumNeuronClassifier(_Predictions, torch.nn.Module):
     def __init__(self, n_features: int, n_classes: int = 2, *, device: str = "default.qubit",
                  shots: int | None = 1000, seed: int | None = None,
                  recorder: ShotRecorder | None = None, init_scale: float = 0.01,
-                 init_seed: int = 0, device_options: dict | None = None):
+                 init_seed: int = 0, device_options: dict | None = None,
+                 input_center: float = math.pi / 2):
         super().__init__()
         d = check_positive_int(n_features, "n_features")
+        self.input_center = check_finite_float(input_center, "input_center")
         k = check_positive_int(n_classes, "n_classes")
         if k < 2:
             raise ValueError(f"`n_classes` must be at least 2. Found {n_classes!r}.")
@@ -506,7 +515,7 @@ class QuantumNeuronClassifier(_Predictions, torch.nn.Module):
             TorchLayer(qnode, {"weights": (3,)}, init_method=init) for qnode in self.qnodes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        angles = self.pre(x.double() - math.pi / 2)
+        angles = self.pre(x.double() - self.input_center)
         if x.ndim == 1:
             out = torch.stack([layer(angles[q:q + 1]).reshape(())
                                for q, layer in enumerate(self.qlayers)])

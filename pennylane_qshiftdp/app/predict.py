@@ -201,6 +201,8 @@ def load_run(run_dir: str | os.PathLike) -> RunModel:
     ckpt = load_checkpoint(path, what="predict")
     fields = {f.name for f in dataclasses.fields(TrainConfig)}
     config = TrainConfig(**{k: v for k, v in ckpt["config"].items() if k in fields})
+    if config.model == "neuron" and "input_center" not in ckpt["config"]:
+        config.input_center = math.pi / 2  # a run from before the setting: centred at π/2
     for key in ("classes", "feature_range"):  # lists after the round trip: tuples again
         value = getattr(config, key)
         if isinstance(value, list):

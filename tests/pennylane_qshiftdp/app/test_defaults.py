@@ -70,31 +70,39 @@ def test_settings_per_family_and_user_values_kept():
     binary = resolve_settings(TrainConfig(dataset="breast_cancer"), "neuron", n_train=426,
                               n_classes=2)
     assert (binary.qubits, binary.loss, binary.logit_scale, binary.max_grad_norm, binary.lr,
-            binary.epochs, binary.expected_batch_size) == (1, "logistic", 10.0, 0.3, 0.5, 20, 64)
+            binary.epochs, binary.expected_batch_size, binary.input_center) == (
+        1, "logistic", 20.0, 0.3, 0.25, 20, 64, 1.0)
     large = resolve_settings(TrainConfig(dataset="digits", classes="all"), "neuron",
                              n_train=1347, n_classes=10)
     assert (large.qubits, large.loss, large.max_grad_norm, large.epochs,
             large.expected_batch_size) == (10, "cross_entropy", 1.0, 8, 128)
     plain = resolve_settings(TrainConfig(dataset="breast_cancer", epsilon=math.inf), "neuron",
                              n_train=426, n_classes=2)
-    assert (plain.lr, plain.epochs, plain.expected_batch_size) == (0.01, 40, 32)
+    assert (plain.lr, plain.epochs, plain.expected_batch_size, plain.logit_scale,
+            plain.input_center) == (0.01, 40, 32, 10.0, 1.0)
     plain_k = resolve_settings(TrainConfig(dataset="wine", epsilon=math.inf), "neuron",
                                n_train=133, n_classes=3)
-    assert (plain_k.lr, plain_k.epochs, plain_k.expected_batch_size) == (0.03, 20, 32)
+    assert (plain_k.lr, plain_k.epochs, plain_k.expected_batch_size,
+            plain_k.input_center) == (0.03, 20, 32, math.pi / 2)
+    quantum = resolve_settings(TrainConfig(), "quantum", n_train=270, n_classes=2)
+    assert quantum.input_center == "auto"  # not a setting of the quantum model
     mine = resolve_settings(TrainConfig(dataset="wine", lr=0.05, epochs=3, max_grad_norm=2.0),
                             "neuron", n_train=133, n_classes=3)
     assert (mine.lr, mine.epochs, mine.max_grad_norm, mine.expected_batch_size) == (
         0.05, 3, 2.0, 64)
 
 
-def test_neuron_outputs_closed_form():
-    model = QuantumNeuronClassifier(3, 3, shots=None, init_scale=0.5, init_seed=4)
+@pytest.mark.parametrize("center", [math.pi / 2, 1.0, -0.3])
+def test_neuron_outputs_closed_form(center):
+    kwargs = {} if center == math.pi / 2 else {"input_center": center}
+    model = QuantumNeuronClassifier(3, 3, shots=None, init_scale=0.5, init_seed=4, **kwargs)
     with torch.no_grad():
         model.pre.weight.copy_(torch.randn(3, 3, generator=torch.Generator().manual_seed(0)))
         model.pre.bias.copy_(torch.tensor([0.1, -0.2, 0.3]))
     x = torch.rand(5, 3, dtype=torch.float64) * math.pi
     with torch.no_grad():
-        a = model.pre(x - math.pi / 2)
+        # a = W (x - c) + b, computed here without the module's own layer
+        a = (x - center) @ model.pre.weight.T.double() + model.pre.bias.double()
         got = model(x)
     for q, layer in enumerate(model.qlayers):
         phi, theta, _ = (float(v) for v in layer.weights)
@@ -152,9 +160,9 @@ def test_default_run_on_breast_cancer_learns_and_records_its_settings(tmp_path):
 
     r = train(TrainConfig(dataset="breast_cancer", seed=0, secure_mode=False,
                           output_dir=str(tmp_path)), progress=False)
-    assert r.settings == {"model": "neuron", "qubits": 1, "layers": 1, "lr": 0.5, "epochs": 20,
-                          "expected_batch_size": 64, "loss": "logistic", "logit_scale": 10.0,
-                          "max_grad_norm": 0.3}
+    assert r.settings == {"model": "neuron", "qubits": 1, "layers": 1, "lr": 0.25, "epochs": 20,
+                          "expected_batch_size": 64, "loss": "logistic", "logit_scale": 20.0,
+                          "input_center": 1.0, "max_grad_norm": 0.3}
     assert r.epsilon <= 1.0 and r.majority_warning is None
     # the majority class is 0.63 of the test split; a linear DP-SGD model scores about 0.94
     assert r.test_accuracy >= 0.88 and r.test_balanced_accuracy >= 0.85
@@ -174,7 +182,8 @@ def test_cli_prints_the_resolved_settings(tmp_path, capsys):
                  "--seeded-noise", "--output-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert ("settings: --model neuron, --qubits 3, --layers 1, --lr 0.3, --epochs 1, "
-            "--batch-size 64, --loss cross_entropy, --logit-scale 5.0, --max-grad-norm 1.0") in out
+            "--batch-size 64, --loss cross_entropy, --logit-scale 5.0, --input-center "
+            f"{math.pi / 2}, --max-grad-norm 1.0") in out
     statement = (tmp_path / "privacy_statement.txt").read_text(encoding="utf-8")
     assert "13 features: each column scaled from its shipped default ranges" in statement
 
@@ -195,6 +204,42 @@ def test_reported_settings_run_again_and_a_neuron_run_audits(tmp_path, capsys):
     assert main(["audit", "--run", str(tmp_path / "bc")]) == 0
     out = capsys.readouterr().out
     assert "not refuted" in out and "crashed" not in out
+
+
+def test_input_center_is_the_neuron_models_and_is_checked():
+    from pennylane_qshiftdp.app.checks import check_train_config
+
+    with pytest.raises(ValueError, match=r"--input-center.*--model neuron"):
+        resolve_settings(TrainConfig(input_center=1.0), "quantum", n_train=270, n_classes=2)
+    with pytest.raises(ValueError, match="`input_center` must be finite"):
+        check_train_config(TrainConfig(dataset="iris", input_center=math.nan))
+    with pytest.raises(ValueError, match="`input_center` must be 'auto' or a number"):
+        check_train_config(TrainConfig(dataset="iris", input_center="middle"))
+    with pytest.raises(ValueError, match="`input_center` must be finite"):
+        QuantumNeuronClassifier(3, 2, shots=None, input_center=math.inf)
+    mine = resolve_settings(TrainConfig(dataset="iris", input_center=0.5), "neuron",
+                            n_train=112, n_classes=3)
+    assert mine.input_center == 0.5
+
+
+def test_a_neuron_run_recorded_without_a_centre_predicts_with_pi_over_2(tmp_path):
+    """A checkpoint written before ``input_center`` existed was trained centred at π/2:
+    ``load_run`` rebuilds it so, and its predictions equal the model's closed form."""
+    from pennylane_qshiftdp.app.job import train
+    from pennylane_qshiftdp.app.predict import load_run
+
+    # two classes: "auto" would now be 1.0, so only the fallback gives π/2
+    train(TrainConfig(dataset="iris", classes=(1, 2), epochs=1, secure_mode=False,
+                      input_center=math.pi / 2, output_dir=str(tmp_path)), progress=False)
+    now = load_run(tmp_path)
+    ckpt = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    del ckpt["config"]["input_center"]
+    torch.save(ckpt, tmp_path / "checkpoint.pt")
+    old = load_run(tmp_path)
+    assert old.config.input_center == math.pi / 2
+    x = torch.rand(4, 4, dtype=torch.float64) * math.pi
+    with torch.no_grad():
+        torch.testing.assert_close(old.model(x), now.model(x), atol=0, rtol=0)
 
 
 @pytest.mark.parametrize("clip", ["public", "certified"])
