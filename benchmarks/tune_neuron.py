@@ -6,8 +6,8 @@ features (the shipped ranges, every column), the same model written in closed fo
 (:math:`f = \cos\theta\cos a - \sin\theta\cos\phi\sin a`,
 :math:`a = w\cdot(x - c) + b`, exact :math:`\langle Z\rangle`, no shots), the same logistic
 loss on :math:`s f`, Poisson sampling at :math:`q = B/N`, flat per-example clipping at C, and
-Gaussian noise of the σ the product calibrates (:func:`~pennylane_qshiftdp.accountants.calibration.calibrate_noise_multiplier`,
-PLD, δ = 1e-5) for ⌈E/q⌉ steps, divided by the expected batch B (Opacus's mean). Each
+Gaussian noise of the σ the product calibrates (``calibrate_noise_multiplier``, PLD,
+δ = 1e-5) for ⌈E/q⌉ steps, divided by the expected batch B (Opacus's mean). Each
 configuration is scored by the mean validation accuracy over validation splits: 25 % of the
 training split of seed ``s`` held out (stratified, ``random_state=s``), seeds 100–115, and
 ``--draws`` noise draws each. The test split is never read.
