@@ -30,10 +30,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-import torch
-from torch.func import grad, vmap
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _common import table, write_result  # noqa: E402
@@ -66,6 +62,7 @@ def _sigma(epsilon: float, q: float, steps: int) -> float:
 
 @functools.lru_cache(None)
 def _split(seed: int):
+    import torch
     from sklearn.model_selection import train_test_split
 
     from pennylane_qshiftdp.app.data import load_dataset
@@ -78,6 +75,8 @@ def _split(seed: int):
 
 def twin_output(params, x, center: float):
     """The neuron's closed form f(x) for params (w, b, φ, θ); x of shape (n, d) or (d,)."""
+    import torch
+
     w, b, phi, theta = params
     a = (x - center) @ w + b
     return torch.cos(theta) * torch.cos(a) - torch.sin(theta) * torch.cos(phi) * torch.sin(a)
@@ -85,6 +84,9 @@ def twin_output(params, x, center: float):
 
 def run(cfg: dict, seed: int, draw: int = 0, epsilon: float = 1.0) -> float:
     """Validation accuracy of one private run of the twin (split ``seed``, noise ``draw``)."""
+    import torch
+    from torch.func import grad, vmap
+
     x, y, x_va, y_va = _split(seed)
     n, d = x.shape
     gen = torch.Generator().manual_seed(1000 + seed + 7919 * draw)
@@ -130,7 +132,7 @@ def main(argv=None) -> dict:
     for cfg in configs:
         accs = [run(cfg, s, r) for s in seeds for r in range(draws)]
         rows.append({**cfg, "mean_validation": statistics.fmean(accs),
-                     "sem": float(np.std(accs, ddof=1) / math.sqrt(len(accs)))
+                     "sem": statistics.stdev(accs) / math.sqrt(len(accs))
                      if len(accs) > 1 else 0.0, "runs": len(accs)})
     rows.sort(key=lambda r: -r["mean_validation"])
     print(table(rows[:20], ["center", "scale", "lr", "clip", "epochs", "batch",
