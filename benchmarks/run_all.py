@@ -535,7 +535,8 @@ def section_defaults(out, lines):
         return None
     seeds = data.get("seeds") or []
     lines.append(
-        f"Protocol ({mode}; {len(seeds)} seeds, seeded noise, δ = 1e-5, RDP): for each task, "
+        f"Protocol ({mode}; {len(seeds)} seeds, seeded noise, δ = 1e-5; the product accounts "
+        f"with PLD, the job's default, the linear anchor with Opacus's RDP): for each task, "
         f"ε and seed, the same stratified 75/25 split and the same features (the job's "
         f"data-independent angles of every raw column, from the declared ranges) feed two "
         f"runs. **product**: `qshiftdp train` with every setting at `auto` — digits 0 vs 1 is "

@@ -37,7 +37,7 @@ RUN_FILES = ("checkpoint.pt", "ledger.json", "metrics.json")
 def _read_run(run_dir: Path):
     """(TrainConfig, claimed proven ε, δ of the claim) of a finished run; ValueError otherwise."""
     from ..accountants.ledger import PrivacyLedger
-    from .config import TrainConfig
+    from .config import TrainConfig, saved_settings
     from .outputs import CHECKPOINT_FORMAT
 
     if not run_dir.is_dir():
@@ -61,7 +61,7 @@ def _read_run(run_dir: Path):
             or not isinstance(ckpt.get("config"), dict) or "epoch" not in ckpt):
         raise ValueError(f"--run: {ckpt_path} is not a {CHECKPOINT_FORMAT} checkpoint of "
                          f"qshiftdp train (corrupt or from another version).")
-    saved = dict(ckpt["config"])
+    saved = saved_settings(ckpt["config"])  # fields added since the run: what it used
     unknown = sorted(set(saved) - set(TrainConfig.__dataclass_fields__))
     if unknown:
         raise ValueError(f"--run: {ckpt_path} has settings this version does not know: "

@@ -24,14 +24,13 @@ from .._validation import (
     check_choice,
     check_delta,
     check_epsilon,
-    check_finite_float,
     check_nonnegative_float,
     check_positive_float,
     check_positive_int,
     check_probability,
 )
-from .config import TrainConfig
-from .defaults import AUTO, feature_count, resolve_model
+from .config import TrainConfig, check_input_center
+from .defaults import AUTO, check_center_applies, feature_count, resolve_model
 
 __all__ = ["CREDIT_MODES", "LOSSES", "MAX_QUBITS", "check_classes_fit", "check_loss",
            "check_train_config"]
@@ -154,7 +153,7 @@ def _check_scalars(config: TrainConfig) -> None:
             f"(make_private) on a device that can hold them.")
     _auto_or(config.lr, check_positive_float, "lr")
     _auto_or(config.logit_scale, check_positive_float, "logit_scale")
-    _auto_or(config.input_center, check_finite_float, "input_center")
+    _auto_or(config.input_center, check_input_center, "input_center")
     check_choice(config.loss, "loss", LOSSES)
     check_choice(config.credit, "credit", CREDIT_MODES)
     check_beta(config.beta, "beta", required=config.credit in ("adaptive", "isotropic"))
@@ -250,6 +249,7 @@ def check_train_config(config: TrainConfig, *, resume: bool = False) -> int | No
 
     _check_scalars(config)
     model = resolve_model(config)
+    check_center_applies(config, model)
     n_classes = check_task(config.dataset, n_features=feature_count(config, model),
                            preprocessing=config.preprocessing, classes=config.classes,
                            csv_path=config.csv_path, label_column=config.label_column,

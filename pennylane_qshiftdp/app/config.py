@@ -7,8 +7,9 @@ importing torch, PennyLane or Opacus. :mod:`pennylane_qshiftdp.app.job` re-expor
 from __future__ import annotations
 
 import dataclasses
+import math
 
-__all__ = ["TrainConfig", "flag_name"]
+__all__ = ["TrainConfig", "check_input_center", "flag_name", "saved_settings"]
 
 
 @dataclasses.dataclass
@@ -38,7 +39,7 @@ class TrainConfig:
     loss: str = "auto"
     # s of the logits s·f (cross-entropy, logistic; Δ and the clip bounds grow linearly in s).
     # "auto": 5 (cross-entropy: with outputs in [-1, 1] a small s keeps the softmax near
-    # uniform), 10 for the neuron's logistic loss
+    # uniform); the neuron's logistic loss 20 with noise, 10 without
     logit_scale: float | str = "auto"
     # model="neuron": the public centre c (radians) of its input angles, a = W(x - c) + b.
     # "auto": 1.0 for two classes, pi/2 (the middle of the angle range) for three or more
@@ -92,6 +93,51 @@ _FLAG_NAMES = {
     "secure_mode": "--seeded-noise (its opposite)",
     "init_scale": "init_scale (no flag; the Python API's TrainConfig)",
 }
+
+
+def check_input_center(value, name: str = "input_center") -> float:
+    """Check the neuron model's input centre: a real number of radians in [−π, 2π].
+
+    The input angles lie in [0, π]; a centre more than π outside them only moves where training
+    starts far away, and beyond about 1e16 float64 rounds the features away (x − c = −c).
+
+    Returns:
+        float: the value as a Python float.
+
+    Raises:
+        TypeError: if ``value`` is not a real number.
+        ValueError: if it is not finite or lies outside [−π, 2π] (the message names ``name``).
+
+    Example:
+        >>> check_input_center(1)
+        1.0
+    """
+    from numbers import Real
+
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise TypeError(f"`{name}` must be a real number (radians). Found {value!r}.")
+    x = float(value)
+    if not -math.pi <= x <= 2 * math.pi:
+        raise ValueError(f"`{name}` must be a finite number of radians in [-pi, 2*pi] (the "
+                         f"input angles lie in [0, pi]). Found {value!r}.")
+    return x
+
+
+def saved_settings(saved: dict) -> dict:
+    """A checkpoint's settings with the fields added since it was written filled in with what
+    that run used: ``input_center`` π/2 for the neuron model (its only centre before the
+    setting existed) and ``"auto"`` for the others (the setting does not apply to them).
+
+    Example:
+        >>> saved_settings({"model": "neuron"})["input_center"] == math.pi / 2
+        True
+        >>> saved_settings({"model": "quantum"})["input_center"]
+        'auto'
+    """
+    out = dict(saved)
+    if "input_center" not in out:
+        out["input_center"] = math.pi / 2 if out.get("model") == "neuron" else "auto"
+    return out
 
 
 def flag_name(field: str) -> str:

@@ -22,10 +22,11 @@ from collections.abc import Callable
 import pennylane as qml
 import torch
 
-from .._validation import check_finite_float, check_nonnegative_float, check_positive_int
+from .._validation import check_nonnegative_float, check_positive_int
 from ..gradients.parameter_shift import param_shift, validate_shots
 from ..gradients.shot_statistics import ShotRecorder
 from ..qnn import TorchLayer
+from .config import check_input_center
 
 __all__ = ["SEEDED_DEVICES", "HybridClassifier", "QuantumClassifier", "QuantumNeuronClassifier",
            "make_device", "make_qnode", "make_neuron_qnode", "max_classes",
@@ -461,8 +462,8 @@ class QuantumNeuronClassifier(_Predictions, torch.nn.Module):
         shots, seed, recorder, device_options: as in :func:`make_qnode`.
         init_scale: standard deviation of the noise on the rotation angles (≥ 0).
         init_seed: seed of that noise.
-        input_center: the centre :math:`c` subtracted from every input angle (radians, a
-            finite number; public: it must not be computed from the data). It does not change
+        input_center: the centre :math:`c` subtracted from every input angle (radians, in
+            :math:`[-\pi, 2\pi]`; public: it must not be computed from the data). It does not change
             what the model can represent (:math:`b` absorbs :math:`Wc`), only where training
             starts and how the per-example gradients :math:`\partial a/\partial W = x - c`
             are conditioned, which matters under clipping (``qshiftdp train`` uses 1.0 for
@@ -470,7 +471,8 @@ class QuantumNeuronClassifier(_Predictions, torch.nn.Module):
 
     Raises:
         ValueError: for ``n_classes`` below 2, a non-positive ``n_features``, a negative
-            ``init_scale`` or a non-finite ``input_center``.
+            ``init_scale`` or an ``input_center`` outside :math:`[-\pi, 2\pi]`.
+        TypeError: for an ``input_center`` that is not a real number.
 
     Example:
         >>> model = QuantumNeuronClassifier(5, 2, shots=None, init_scale=0.0)
@@ -487,7 +489,7 @@ class QuantumNeuronClassifier(_Predictions, torch.nn.Module):
                  input_center: float = math.pi / 2):
         super().__init__()
         d = check_positive_int(n_features, "n_features")
-        self.input_center = check_finite_float(input_center, "input_center")
+        self.input_center = check_input_center(input_center, "input_center")
         k = check_positive_int(n_classes, "n_classes")
         if k < 2:
             raise ValueError(f"`n_classes` must be at least 2. Found {n_classes!r}.")

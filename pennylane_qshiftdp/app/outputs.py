@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from ..accountants.ledger import PrivacyLedger
-from .config import flag_name
+from .config import flag_name, saved_settings
 from .records import (
     NOT_PROTECTED,
     PUBLIC_EPOCH_FIELDS,
@@ -163,7 +163,7 @@ def read_checkpoint(out_dir: Path | None, config) -> tuple[dict, dict | None]:
         raise ValueError(f"--resume needs a checkpoint in `output_dir`. Found none in "
                          f"{out_dir}.")
     ckpt = load_checkpoint(path, what="--resume")
-    saved, now = ckpt["config"], dataclasses.asdict(config)
+    saved, now = saved_settings(ckpt["config"]), dataclasses.asdict(config)
     differ = [f"{flag_name(k)}: {saved.get(k)!r} (interrupted run) vs "
               f"{now.get(k)!r} (now)" for k in sorted(set(saved) | set(now))
               if saved.get(k) != now.get(k) and k != "output_dir"]  # a moved run resumes

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .config import TrainConfig
+from .config import TrainConfig, saved_settings
 
 __all__ = ["RunModel", "accuracy", "load_run"]
 
@@ -200,9 +200,8 @@ def load_run(run_dir: str | os.PathLike) -> RunModel:
                          f"checkpoint.pt. Found none in {os.fspath(run_dir)!r}.")
     ckpt = load_checkpoint(path, what="predict")
     fields = {f.name for f in dataclasses.fields(TrainConfig)}
-    config = TrainConfig(**{k: v for k, v in ckpt["config"].items() if k in fields})
-    if config.model == "neuron" and "input_center" not in ckpt["config"]:
-        config.input_center = math.pi / 2  # a run from before the setting: centred at π/2
+    saved = saved_settings(ckpt["config"])  # a run from before input_center: centred at π/2
+    config = TrainConfig(**{k: v for k, v in saved.items() if k in fields})
     for key in ("classes", "feature_range"):  # lists after the round trip: tuples again
         value = getattr(config, key)
         if isinstance(value, list):

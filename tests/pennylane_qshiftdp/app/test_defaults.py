@@ -10,6 +10,7 @@ import dataclasses
 import math
 import re
 
+import numpy as np
 import pytest
 import torch
 
@@ -211,15 +212,66 @@ def test_input_center_is_the_neuron_models_and_is_checked():
 
     with pytest.raises(ValueError, match=r"--input-center.*--model neuron"):
         resolve_settings(TrainConfig(input_center=1.0), "quantum", n_train=270, n_classes=2)
-    with pytest.raises(ValueError, match="`input_center` must be finite"):
-        check_train_config(TrainConfig(dataset="iris", input_center=math.nan))
+    # refused before any data are read, for an explicit or a resolved quantum/hybrid model
+    for kwargs in ({}, {"model": "hybrid"}, {"dataset": "iris", "credit": "adaptive",
+                                              "beta": 1e-3}):
+        with pytest.raises(ValueError, match=r"--input-center.*--model neuron"):
+            check_train_config(TrainConfig(input_center=1.0, **kwargs))
+    for bad in (math.nan, math.inf, -4.0, 7.0, 1e9):
+        with pytest.raises(ValueError, match=r"`input_center` must be a finite number of "
+                                             r"radians in \[-pi, 2\*pi\]"):
+            check_train_config(TrainConfig(dataset="iris", input_center=bad))
+        with pytest.raises(ValueError, match="`input_center` must be a finite number"):
+            QuantumNeuronClassifier(3, 2, shots=None, input_center=bad)
     with pytest.raises(ValueError, match="`input_center` must be 'auto' or a number"):
         check_train_config(TrainConfig(dataset="iris", input_center="middle"))
-    with pytest.raises(ValueError, match="`input_center` must be finite"):
-        QuantumNeuronClassifier(3, 2, shots=None, input_center=math.inf)
+    with pytest.raises(TypeError, match="`input_center` must be a real number"):
+        QuantumNeuronClassifier(3, 2, shots=None, input_center="1.0")
     mine = resolve_settings(TrainConfig(dataset="iris", input_center=0.5), "neuron",
                             n_train=112, n_classes=3)
     assert mine.input_center == 0.5
+    # NumPy and torch scalars become plain floats: the checkpoint holds built-in types only
+    scalars = resolve_settings(TrainConfig(dataset="iris", input_center=np.float32(0.5),
+                                           lr=np.float64(0.1), logit_scale=torch.tensor(4.0),
+                                           max_grad_norm=np.float64(2.0)),
+                               "neuron", n_train=112, n_classes=3)
+    for key in ("input_center", "lr", "logit_scale", "max_grad_norm"):
+        assert type(getattr(scalars, key)) is float, key
+
+
+def test_runs_recorded_before_input_center_resume_and_audit_as_they_ran(tmp_path):
+    """A checkpoint without ``input_center`` (written before the setting existed): a quantum
+    run resumes with the defaults (the setting does not apply to it); a neuron run was centred
+    at π/2, so it resumes only with that centre given, and its audit re-runs it at π/2."""
+    from pennylane_qshiftdp.app.audit_run import _read_run
+    from pennylane_qshiftdp.app.job import train
+
+    def drop_center(directory):
+        ckpt = torch.load(directory / "checkpoint.pt", weights_only=True)
+        del ckpt["config"]["input_center"]
+        torch.save(ckpt, directory / "checkpoint.pt")
+
+    quantum = tmp_path / "quantum"
+    cfg = TrainConfig(epochs=2, secure_mode=False, output_dir=str(quantum))
+    train(cfg, progress=False, stop_after_epochs=1)
+    drop_center(quantum)
+    assert train(cfg, progress=False, resume=True).settings["model"] == "quantum"
+
+    neuron = tmp_path / "neuron"
+    cfg = TrainConfig(dataset="iris", classes=(1, 2), epochs=2, secure_mode=False,
+                      output_dir=str(neuron))
+    train(dataclasses.replace(cfg, input_center=math.pi / 2), progress=False,
+          stop_after_epochs=1)
+    drop_center(neuron)
+    with pytest.raises(ValueError, match=r"--input-center: 1\.5707963267948966 \(interrupted "
+                                         r"run\) vs 1\.0 \(now\)"):
+        train(cfg, progress=False, resume=True)
+    done = train(dataclasses.replace(cfg, input_center=math.pi / 2), progress=False,
+                 resume=True)
+    assert done.settings["input_center"] == math.pi / 2
+    drop_center(neuron)
+    config, _, _ = _read_run(neuron)
+    assert config.input_center == math.pi / 2
 
 
 def test_a_neuron_run_recorded_without_a_centre_predicts_with_pi_over_2(tmp_path):
