@@ -179,7 +179,8 @@ def _add_train_parser(subparsers) -> None:
                    "(default: %(default)s)")
     p.add_argument("--input-center", type=_auto(float), default=d.input_center,
                    help="neuron model: the public centre c (radians) of its input angles, "
-                   "a = W(x - c) + b; 'auto': 1.0 for two classes, pi/2 for more "
+                   "a = W(x - c) + b; 'auto': pi/2, 1.0 for breast_cancer (its shipped "
+                   "ranges) "
                    "(default: %(default)s)")
     p.add_argument("--credit", default=d.credit,
                    choices=["none", "depolarizing", "adaptive", "isotropic"],

@@ -42,7 +42,8 @@ class TrainConfig:
     # uniform); the neuron's logistic loss 20 with noise, 10 without
     logit_scale: float | str = "auto"
     # model="neuron": the public centre c (radians) of its input angles, a = W(x - c) + b.
-    # "auto": 1.0 for two classes, pi/2 (the middle of the angle range) for three or more
+    # "auto": pi/2 (the middle of the angle range); 1.0 for breast_cancer through its shipped
+    # ranges (app.defaults.SHIPPED_CENTERS)
     input_center: float | str = "auto"
     credit: str = "none"
     beta: float = 0.0

@@ -467,7 +467,7 @@ class QuantumNeuronClassifier(_Predictions, torch.nn.Module):
             what the model can represent (:math:`b` absorbs :math:`Wc`), only where training
             starts and how the per-example gradients :math:`\partial a/\partial W = x - c`
             are conditioned, which matters under clipping (``qshiftdp train`` uses 1.0 for
-            two classes, see :mod:`pennylane_qshiftdp.app.defaults`).
+            breast cancer, see :mod:`pennylane_qshiftdp.app.defaults`).
 
     Raises:
         ValueError: for ``n_classes`` below 2, a non-positive ``n_features``, a negative

@@ -81,6 +81,14 @@ def test_settings_per_family_and_user_values_kept():
                              n_train=426, n_classes=2)
     assert (plain.lr, plain.epochs, plain.expected_batch_size, plain.logit_scale,
             plain.input_center) == (0.01, 40, 32, 10.0, 1.0)
+    # the centre 1.0 ships with breast cancer's ranges only
+    for config in (TrainConfig(dataset="iris", classes=(1, 2)),
+                   TrainConfig(dataset="breast_cancer", feature_range=(0.0, 5000.0)),
+                   TrainConfig(dataset="breast_cancer", preprocessing="standardize_pca"),
+                   TrainConfig(dataset="csv", csv_path="x.csv", label_column="y",
+                               classes=("a", "b"))):
+        other = resolve_settings(config, "neuron", n_train=75, n_classes=2)
+        assert (other.input_center, other.lr, other.logit_scale) == (math.pi / 2, 0.25, 20.0)
     plain_k = resolve_settings(TrainConfig(dataset="wine", epsilon=math.inf), "neuron",
                                n_train=133, n_classes=3)
     assert (plain_k.lr, plain_k.epochs, plain_k.expected_batch_size,
@@ -260,14 +268,12 @@ def test_runs_recorded_before_input_center_resume_and_audit_as_they_ran(tmp_path
     neuron = tmp_path / "neuron"
     cfg = TrainConfig(dataset="iris", classes=(1, 2), epochs=2, secure_mode=False,
                       output_dir=str(neuron))
-    train(dataclasses.replace(cfg, input_center=math.pi / 2), progress=False,
-          stop_after_epochs=1)
+    train(cfg, progress=False, stop_after_epochs=1)
     drop_center(neuron)
     with pytest.raises(ValueError, match=r"--input-center: 1\.5707963267948966 \(interrupted "
                                          r"run\) vs 1\.0 \(now\)"):
-        train(cfg, progress=False, resume=True)
-    done = train(dataclasses.replace(cfg, input_center=math.pi / 2), progress=False,
-                 resume=True)
+        train(dataclasses.replace(cfg, input_center=1.0), progress=False, resume=True)
+    done = train(cfg, progress=False, resume=True)
     assert done.settings["input_center"] == math.pi / 2
     drop_center(neuron)
     config, _, _ = _read_run(neuron)
@@ -280,8 +286,8 @@ def test_a_neuron_run_recorded_without_a_centre_predicts_with_pi_over_2(tmp_path
     from pennylane_qshiftdp.app.job import train
     from pennylane_qshiftdp.app.predict import load_run
 
-    # two classes: "auto" would now be 1.0, so only the fallback gives π/2
-    train(TrainConfig(dataset="iris", classes=(1, 2), epochs=1, secure_mode=False,
+    # breast cancer: "auto" would now be 1.0, so only the fallback gives π/2
+    train(TrainConfig(dataset="breast_cancer", epochs=1, secure_mode=False,
                       input_center=math.pi / 2, output_dir=str(tmp_path)), progress=False)
     now = load_run(tmp_path)
     ckpt = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
@@ -289,7 +295,7 @@ def test_a_neuron_run_recorded_without_a_centre_predicts_with_pi_over_2(tmp_path
     torch.save(ckpt, tmp_path / "checkpoint.pt")
     old = load_run(tmp_path)
     assert old.config.input_center == math.pi / 2
-    x = torch.rand(4, 4, dtype=torch.float64) * math.pi
+    x = torch.rand(4, 30, dtype=torch.float64) * math.pi
     with torch.no_grad():
         torch.testing.assert_close(old.model(x), now.model(x), atol=0, rtol=0)
 
