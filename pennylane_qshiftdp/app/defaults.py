@@ -35,8 +35,9 @@ tune_neuron.py``): centre ∈ {0, 0.8, 1, 1.2, π/2} alone; at centre 1 lr ∈ {
 clip ∈ {0.1, 0.3, 1} × epochs ∈ {20, 40} × batch ∈ {64, 128} × logits ∈ {10 f, 20 f}; centre
 ∈ {0.8, 1, 1.2} × logits ∈ {20 f, 30 f} × (lr, clip) ∈ {(0.25, 0.3), (0.5, 0.1), (0.5, 0.3)};
 at centre 1 and 20 f lr ∈ {0.15, 0.25, 0.4} × epochs × batch. Centres 0.8–1 with logits
-20 f–30 f and lr·clip 0.05–0.075 form a plateau at validation 0.953–0.958 (centre π/2: 0.931); the middle of it was kept, the
-fewest changes from the first search (centre 1, logits 20 f, lr 0.25). Breast cancer's
+20 f–30 f and lr·clip 0.05–0.075 form a plateau at validation 0.953–0.958 (centre π/2:
+0.931); the middle of it was kept, the fewest changes from the first search (centre 1, logits
+20 f, lr 0.25). Breast cancer's
 shipped ranges are published extremes rounded outward and its measurements are right-skewed,
 so typical values sit in the lower third of [0, π]; a centre nearer them conditions the
 per-example gradients :math:`\partial a/\partial W = x - c` better under clipping. Where
