@@ -5,12 +5,13 @@ An analytic twin of the job's private training of
 features (the shipped ranges, every column), the same model written in closed form
 (:math:`f = \cos\theta\cos a - \sin\theta\cos\phi\sin a`,
 :math:`a = w\cdot(x - c) + b`, exact :math:`\langle Z\rangle`, no shots), the same logistic
-loss on :math:`s f`, Poisson sampling at :math:`q = B/N`, flat per-example clipping at C, and
+loss on :math:`s f`, Poisson sampling at :math:`q = B/N` (the job's loader samples at
+:math:`1/\lceil N/B\rceil`, a slightly smaller rate), flat per-example clipping at C, and
 Gaussian noise of the σ the product calibrates (``calibrate_noise_multiplier``, PLD,
-δ = 1e-5) for ⌈E/q⌉ steps, divided by the expected batch B (Opacus's mean). Each
-configuration is scored by the mean validation accuracy over validation splits: 25 % of the
-training split of seed ``s`` held out (stratified, ``random_state=s``), seeds 100–115, and
-``--draws`` noise draws each. The test split is never read.
+δ = 1e-5) for ``epochs_to_steps(E, q)`` steps, divided by the expected batch B (Opacus's
+mean). Each configuration is scored by the mean validation accuracy over validation splits:
+25 % of the training split of seed ``s`` held out (stratified, ``random_state=s``), seeds
+100–115, and ``--draws`` noise draws each. The test split is never read.
 
 The twin is a search tool, not the product: the chosen setting is then measured with
 ``qshiftdp train`` itself (``bench_utility.py --defaults``, RESULTS.md §15).
@@ -87,6 +88,8 @@ def run(cfg: dict, seed: int, draw: int = 0, epsilon: float = 1.0) -> float:
     import torch
     from torch.func import grad, vmap
 
+    from pennylane_qshiftdp.accountants.calibration import epochs_to_steps
+
     x, y, x_va, y_va = _split(seed)
     n, d = x.shape
     gen = torch.Generator().manual_seed(1000 + seed + 7919 * draw)
@@ -94,7 +97,7 @@ def run(cfg: dict, seed: int, draw: int = 0, epsilon: float = 1.0) -> float:
               0.01 * torch.randn((), generator=gen, dtype=torch.float64),
               math.pi / 2 + 0.01 * torch.randn((), generator=gen, dtype=torch.float64)]
     q = cfg["batch"] / n
-    steps = math.ceil(cfg["epochs"] / q)
+    steps = epochs_to_steps(epochs=cfg["epochs"], sample_rate=q)
     sigma = _sigma(epsilon, q, steps)
     clip, lr = cfg["clip"], cfg["lr"]
 
