@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # the static view (type checkers, the API docs); at run time:
     from .gradients.sensitivity_bound import Sensitivity, sensitivity
     from .gradients.shift_rules import shift_rule_coefficients
     from .gradients.shot_statistics import ShotRecorder, ShotStatistics
+    from .opacus_engine import PrivacyEngine
     from .optimizers.optimizer import QShiftDPOptimizer
     from .optimizers.public_clip import domain_gradient_bound
     from .privacy_engine import default_clip_mode, make_private
@@ -54,6 +55,7 @@ _LIBRARY = {
     "calibrate_noise_multiplier": "accountants.calibration",
     "compute_epsilon": "accountants.calibration", "plan_shots": "accountants.calibration",
     "make_private": "privacy_engine", "default_clip_mode": "privacy_engine",
+    "PrivacyEngine": "opacus_engine",
     "PrivateSelection": "accountants.selection",
     "CostEstimate": "cost", "estimate_cost": "cost",
     "PrivacyBudgetExceededError": "exceptions", "PrivacyWarning": "exceptions",
@@ -112,6 +114,7 @@ __all__ = [
     "CREDIT_MODES",
     "CostEstimate",
     "Dataset",
+    "PrivacyEngine",
     "PrivacyLedger",
     "PrivateSelection",
     "HybridClassifier",

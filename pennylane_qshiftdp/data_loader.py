@@ -86,8 +86,9 @@ class CountingBatchSampler:
     def __init__(self, inner):
         self.inner = inner
         self.batches_drawn = 0
-        # (iteration, size) of every batch drawn and not yet stepped, oldest first.
-        self._outstanding: collections.deque[tuple[int, int]] = collections.deque()
+        # (iteration, size, draw number) of every batch drawn and not yet stepped, oldest
+        # first.
+        self._outstanding: collections.deque[tuple[int, int, int]] = collections.deque()
         self._iterations = 0
 
     def __iter__(self):
@@ -95,7 +96,7 @@ class CountingBatchSampler:
         iteration = self._iterations
         for batch in self.inner:
             self.batches_drawn += 1
-            self._outstanding.append((iteration, len(batch)))
+            self._outstanding.append((iteration, len(batch), self.batches_drawn))
             yield batch
 
     def __len__(self) -> int:
@@ -115,16 +116,37 @@ class CountingBatchSampler:
         oldest batch of a later iteration: a batch never stepped releases nothing.
         """
         while self._outstanding:
-            iteration, size = self._outstanding[0]
+            iteration, size, _ = self._outstanding[0]
             if size == rows:
                 self._outstanding.popleft()
                 return True
-            later = next((j for j, (it, _) in enumerate(self._outstanding) if it != iteration),
-                         None)
+            later = next((j for j, (it, _, _) in enumerate(self._outstanding)
+                          if it != iteration), None)
             if later is None or self._outstanding[later][1] != rows:
                 return False
             for _ in range(later):
                 self._outstanding.popleft()
+        return False
+
+    def drop_oldest(self) -> None:
+        """Forget the oldest batch drawn and not yet stepped (a step over other examples was
+        refused in its place: its rows were discarded, so it can never be stepped)."""
+        if self._outstanding:
+            self._outstanding.popleft()
+
+    def settle(self, draw: int, rows: int) -> bool:
+        """Mark the batch of draw number ``draw`` as stepped (``BatchMemoryManager``'s last
+        physical batch of it); ``True`` if the step held all its ``rows``.
+
+        Batches drawn before it and not stepped were left unfinished by the loop (with
+        ``num_workers=0`` the splitter draws one logical batch at a time): they are
+        forgotten, as their rows were discarded.
+        """
+        while self._outstanding and self._outstanding[0][2] < draw:
+            self._outstanding.popleft()
+        if self._outstanding and self._outstanding[0][2] == draw:
+            size = self._outstanding.popleft()[1]
+            return size == rows
         return False
 
     def __getattr__(self, name):

@@ -17,21 +17,25 @@ pass) and :math:`C = \partial\varphi/\partial\theta` the classical Jacobian from
 the gate parameters.
 
 Registered through Opacus's public registry (:func:`opacus.grad_sample.register_grad_sampler`,
-``grad_sample_mode="hooks"``); PennyLane's own :class:`pennylane.qnn.TorchLayer` gets a sampler
-that refuses with the conversion to use.
+``grad_sample_mode="hooks"``) for the product's layer only: PennyLane's own
+:class:`pennylane.qnn.TorchLayer` keeps Opacus's own treatment (its ``functorch`` fallback), as
+without this package; one whose QNode uses the private transform is reported by the
+``ModuleValidator`` rule with the conversion to use. A weight shared by several layers (or a
+layer called several times) gets the sum of its per-example contributions, as Opacus sums
+every module's grad samples of one parameter.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import pennylane as qml
 import torch
 from opacus.grad_sample import register_grad_sampler
 
 from ..qnn.evaluation import GradSampleRecord
-from ..qnn.private_qnode import check_private_qnode, pennylane_layer_message
+from ..qnn.private_qnode import check_private_qnode
 from ..qnn.torch_layer import TorchLayer
+from .divisor_guard import mark_unreleased
 
 __all__ = ["torch_layer_grad_sampler"]
 
@@ -73,8 +77,10 @@ def torch_layer_grad_sampler(layer: TorchLayer, activations: Sequence[torch.Tens
     weights = dict(layer.qnode_weights)
     if xb.shape[0] == 0:
         layer.evaluations.last_grad_sample = None
-        return {w: torch.zeros(0, *w.shape, dtype=w.dtype) for w in weights.values()
-                if w.requires_grad}
+        empty = {w: torch.zeros(0, *w.shape, dtype=w.dtype) for w in weights.values()
+                 if w.requires_grad}
+        mark_unreleased(empty)
+        return empty
     # The evaluation of exactly the forward pass whose activations Opacus hands over (same
     # input rows and weights, byte for byte); never re-evaluated here, never another batch's.
     ev = layer.evaluations.pop(xb, weights.values())
@@ -93,6 +99,7 @@ def torch_layer_grad_sampler(layer: TorchLayer, activations: Sequence[torch.Tens
         if w.requires_grad:
             out[w] = flat[:, offset:offset + n].reshape(n_examples, *w.shape).to(w.dtype)
         offset += n
+    mark_unreleased(out)
     return out
 
 
@@ -100,8 +107,3 @@ def torch_layer_grad_sampler(layer: TorchLayer, activations: Sequence[torch.Tens
 def _grad_sampler(layer, activations, backprops):
     return torch_layer_grad_sampler(layer, activations, backprops)
 
-
-@register_grad_sampler(qml.qnn.TorchLayer)
-def _refuse_pennylane_layer(layer, activations, backprops):
-    del activations, backprops
-    raise NotImplementedError(pennylane_layer_message(layer))

@@ -59,6 +59,7 @@ from .._validation import (
 from ..accountants.ledger import ADJACENCIES, PrivacyLedger
 from ..credit.shot_noise import CREDIT_MODES, confidence_multiplier, shot_noise_credit
 from ..exceptions import PrivacyBudgetExceededError, PrivacyWarning
+from ..grad_sample.divisor_guard import clear_unreleased
 from ..gradients.shot_statistics import ShotRecorder
 from .adaptive_clipping import adaptive_settings, gradient_noise_multiplier, next_clip_norm
 from .secure_noise import secure_normal
@@ -73,6 +74,27 @@ __all__ = ["QShiftDPOptimizer", "StepRecord", "PUBLIC_RECORD_KEYS"]
 _BIND_RTOL = 1e-9
 # A clip norm from public information is never set below this (all-zero gradients).
 _MIN_PUBLIC_CLIP = 1e-6
+
+
+#: A clipped row whose computed float64 norm exceeds C·(1 − _ROW_MARGIN) is scaled to that
+#: norm: rows clipped at C (norm C‖g‖/(‖g‖ + 10⁻⁶)) are below it unless ‖g‖ > 10⁶, so the
+#: rescaling only touches rows that rounding could carry above C.
+_ROW_MARGIN = 1e-12
+
+
+def _shrink_above(norm: float, parts: Sequence[torch.Tensor]) -> None:
+    """Scale, in place, every row (dim 0) of the concatenation of ``parts`` whose float64 norm
+    exceeds ``norm·(1 − _ROW_MARGIN)`` to that norm (rows are a group's clipped per-example
+    gradients)."""
+    limit = norm * (1.0 - _ROW_MARGIN)
+    sq = sum(part.pow(2).sum(dim=1) for part in parts)
+    row_norms = torch.as_tensor(sq).sqrt()
+    over = row_norms > limit
+    if bool(over.any()):
+        scale = torch.where(over, limit / row_norms.clamp(min=torch.finfo(torch.float64).tiny),
+                            torch.ones_like(row_norms))
+        for part in parts:
+            part.mul_(scale[:, None].to(part.device))
 
 
 class StepRecord(dict):
@@ -240,7 +262,7 @@ class QShiftDPOptimizer(DPOptimizer):
             raise ValueError(f"Every optimised parameter needs a clip norm; parameters of "
                              f"shapes {missing} are in no clip group.")
         self.clip_groups = grouped
-        self.max_grad_norm = math.sqrt(sum(c * c for _, c in grouped))
+        self._max_grad_norm = math.sqrt(sum(c * c for _, c in grouped))
         flags = ([bool(certified)] * len(grouped) if isinstance(certified, bool)
                  else [bool(c) for c in certified])
         if len(flags) != len(grouped):
@@ -327,13 +349,145 @@ class QShiftDPOptimizer(DPOptimizer):
         self._released_total: list[torch.Tensor | None] = []
         self._released_variance = 0.0
         self._scale_iterations = 1
-        self._loader: Iterable[list[Any]] | None = None
+        self._loader: Any = None  # the Poisson loader's CountingBatchSampler
+        self._loader_workers = 0
         self._warned_loader = False
+        # BatchMemoryManager: the latest physical batch announced (do_skip, logical batch id)
+        # and the logical batch whose clipped rows are being accumulated (None: none).
+        self._latest_chunk: tuple[bool, Any] | None = None
+        self._accumulating: Any = None
+        self._signalled_batches = 0
+        #: Clip norms set after construction (``optimizer.max_grad_norm = C``, Opacus's clip
+        #: schedulers): ``[{"from_step": k, "clip_norm": C}, ...]``.
+        self.clip_norm_schedule: list[dict[str, float]] = []
+        self._clip_ready = True
+
+    @property
+    def accumulated_iterations(self) -> int:
+        """Backward passes in this step (always 1: several are refused); read after clipping
+        too (Opacus's accountant hook reads it once the per-example gradients are consumed)."""
+        if any(getattr(p, "grad_sample", None) is not None for p in self.params):
+            return super().accumulated_iterations
+        return self._scale_iterations
 
     def attach_loader(self, loader: torch.utils.data.DataLoader) -> None:
         """The Poisson loader whose batches the steps must come from, one batch per step
         (:meth:`_check_loader`)."""
         self._loader = loader.batch_sampler
+        self._loader_workers = int(getattr(loader, "num_workers", 0) or 0)
+
+    # ------------------------------------------------------------------ the clip norm
+    @property
+    def max_grad_norm(self) -> float:
+        r"""The clip norm C the noise is scaled by (:math:`\sqrt{\sum_g C_g^2}` for several
+        clip groups): always that of the clip the rows are clipped with.
+
+        Setting it (as Opacus's ``StepGradClip``/``ExponentialGradClip`` schedulers do) calls
+        :meth:`set_clip_norm`, which moves the clip and the noise together, or refuses.
+        """
+        return self._max_grad_norm
+
+    @max_grad_norm.setter
+    def max_grad_norm(self, value: float) -> None:
+        if not getattr(self, "_clip_ready", False):  # DPOptimizer.__init__ sets it first
+            self._max_grad_norm = float(value)
+            return
+        self.set_clip_norm(value)
+
+    def set_clip_norm(self, value: float) -> None:
+        r"""Clip every later step at C = ``value`` and scale its noise by the same C.
+
+        With one clip group its norm becomes C; with several (per-layer clipping) every
+        group's norm is scaled by C / (the current C), so :math:`\sqrt{\sum_g C_g^2}` is C (the
+        noise uses the larger of the two after rounding). The change is recorded in
+        :attr:`clip_norm_schedule`, in every later step record (``clip_norm``) and, with a
+        ledger, in its provenance (``clip_norm_schedule``, printed by the privacy statement).
+        The clip norm is public (a constant or a scheduler's function of the step), so moving
+        it costs no privacy: σ stays the noise multiplier relative to the clip in force.
+
+        Args:
+            value: the new clip norm C > 0.
+
+        Raises:
+            ValueError: for C ≤ 0 or non-finite, and when the clip is not the user's to move:
+                certified clipping (C is the a-priori bound Δ), adaptive clipping (C follows
+                the released quantile count), a public clip recomputed from the input domain
+                (``clip_norm_fn``). Nothing is changed then.
+        """
+        new = check_positive_float(value, "max_grad_norm")
+        why = None
+        if any(self._certified_flags):
+            why = ("the clip norm is the certified a-priori bound Δ of the parameter-shift "
+                   "gradient (max_grad_norm='certified'); a clip below it would bind on "
+                   "examples the certificate covers")
+        elif self.adaptive_clipping is not None:
+            why = ("adaptive clipping sets the clip norm from its released quantile count at "
+                   "every step")
+        elif self.clip_norm_fn is not None:
+            why = ("the clip norm is recomputed from public information (max_grad_norm="
+                   "'public') every few steps")
+        if why is not None:
+            raise ValueError(
+                f"optimizer.max_grad_norm cannot be set to {new!r}: {why}. To schedule the clip "
+                f"norm, make the model private with a float max_grad_norm (DP-SGD clipping) "
+                f"or max_grad_norm='automatic'; Opacus's clip schedulers then move the clip "
+                f"and the noise together. Nothing was changed.")
+        ratio = new / self._max_grad_norm
+        if len(self.clip_groups) == 1:
+            self.clip_groups = [(self.clip_groups[0][0], new)]
+        else:
+            self.clip_groups = [(g, c * ratio) for g, c in self.clip_groups]
+        # the noise's C never below the clip the rows are clipped with (rounding)
+        self._max_grad_norm = max(new, math.sqrt(sum(c * c for _, c in self.clip_groups)))
+        self.clip_norm_schedule.append({"from_step": len(self.history) + 1,
+                                        "clip_norm": self._max_grad_norm})
+        if self.ledger is not None:
+            self.ledger.extra_update({"clip_norm_schedule": [dict(e) for e in
+                                                             self.clip_norm_schedule]})
+
+    # ------------------------------------------------------------------ BatchMemoryManager
+    def signal_skip_step(self, do_skip: bool = True) -> None:
+        """Opacus's ``BatchMemoryManager`` announces each physical batch it draws: ``do_skip``
+        for all but the last of a logical batch.
+
+        The optimizer remembers which logical batch the physical batch belongs to (with the
+        Poisson loader of :func:`~pennylane_qshiftdp.make_private`: its draw number and the
+        loader's iteration; otherwise the count of logical batches announced), so the rows it
+        accumulates are never released with another logical batch's: rows left by a loop that
+        stopped mid-logical-batch (``break``, an exception) are discarded when a physical
+        batch of another logical batch is stepped (:meth:`pre_step`).
+
+        Raises:
+            ValueError: over a loader with worker processes: they draw batches ahead of the
+                steps, so which logical batch a step's rows belong to could not be told.
+        """
+        if self._loader_workers > 0:
+            raise ValueError(
+                f"BatchMemoryManager over a loader with worker processes (num_workers="
+                f"{self._loader_workers}): batches are drawn ahead of the steps, so the "
+                f"optimizer cannot tell which logical batch a step's rows belong to after a "
+                f"loop leaves one unfinished. Use num_workers=0 with BatchMemoryManager.")
+        sampler = self._loader
+        drawn: int = int(getattr(sampler, "outstanding", None) or 0)
+        if drawn:
+            # splitting the Poisson loader's latest batch: its draw number (unique)
+            batch: Any = ("poisson", sampler.batches_drawn)
+        else:
+            batch = self._signalled_batches
+            if not do_skip:
+                self._signalled_batches += 1
+        self._latest_chunk = (bool(do_skip), batch)
+        super().signal_skip_step(do_skip)
+
+    def _discard_accumulated(self) -> int:
+        """Drop the clipped rows of an unfinished logical batch (never released); returns how
+        many rows there were."""
+        rows = int(self._step_stats.get("batch_examples", 0))
+        for p in self.params:
+            p.summed_grad = None
+        self._step_stats = {"discarded_rows": rows} if rows else {}
+        self._accumulating = None
+        return rows
     # ------------------------------------------------------------------ configuration
     def _configure_adaptive(self, cfg, sigma, expected_batch_size):
         if len(self.clip_groups) != 1:
@@ -379,7 +533,7 @@ class QShiftDPOptimizer(DPOptimizer):
                     f"batches use Opacus's BatchMemoryManager. No step was taken."
                 )
 
-    def _check_loader(self) -> None:
+    def _check_loader(self, logical_batch: Any = None) -> None:
         """Match the step with the oldest batch drawn from the Poisson loader and not yet
         stepped; refuse a step over another set of examples; warn once when a step drew no
         batch.
@@ -395,12 +549,25 @@ class QShiftDPOptimizer(DPOptimizer):
             return
         consume = getattr(self._loader, "consume", None)
         outstanding = getattr(self._loader, "outstanding", 0)
+        settle = getattr(self._loader, "settle", None)
+        rows = self._step_stats.get("batch_examples", 0) - self._step_stats.get(
+            "injected_rows", 0)  # rows an audit added to this step (its canaries)
+        if (settle is not None and isinstance(logical_batch, tuple)
+                and logical_batch[0] == "poisson"):
+            # The last physical batch of a BatchMemoryManager logical batch. Every such step
+            # releases (a data-independent count); the rows of a logical batch the loop did
+            # not step whole (`continue`, an exception caught in the loop) are discarded and
+            # the step adds the noise alone, as for an empty batch.
+            if not settle(logical_batch[1], int(rows)):
+                self._discard_accumulated()
+                for p in self.params:
+                    p.summed_grad = torch.zeros(p.shape, dtype=torch.float64, device=p.device)
+            return
         if consume is not None and outstanding:
-            rows = self._step_stats.get("batch_examples", 0) - self._step_stats.get(
-                "injected_rows", 0)  # rows an audit added to this step (its canaries)
             if not consume(int(rows)):
                 for p in self.params:
                     p.summed_grad = None
+                self._loader.drop_oldest()  # never stepped: the next batch can be
                 raise ValueError(
                     "optimizer.step() whose per-example gradients are not those of the oldest "
                     "batch drawn from the Poisson-sampling loader and not yet stepped "
@@ -526,10 +693,23 @@ class QShiftDPOptimizer(DPOptimizer):
             clipped_any = binding if clipped_any is None else clipped_any | binding
             for p in group:
                 factors[id(p)] = factor
-        for p, g in zip(self.params, samples, strict=True):
-            grad = torch.einsum("i,i...", factors[id(p)].to(g.device, p.dtype), g.to(p.dtype))
+        # Clipped rows in float64 whatever the parameters' dtype (a float32 product of a
+        # subnormal factor and a huge gradient rounds above C), then, per clip group, any row
+        # whose computed norm still exceeds C (rounding) scaled down below it: no example's
+        # contribution to the sum exceeds its clip norm. The sum stays in float64 until the
+        # noise is added (:meth:`add_noise`); rounding the noisy sum to the parameters' dtype
+        # is post-processing.
+        rows = {id(p): factors[id(p)].to(g.device)[:, None]
+                * g.reshape(batch, p.numel()).to(torch.float64)
+                for p, g in zip(self.params, samples, strict=True)}
+        for group, norm in groups:
+            if group and batch:
+                _shrink_above(norm, [rows[id(p)] for p in group])
+        for p in self.params:
+            grad = rows[id(p)].sum(dim=0).reshape(p.shape)
             p.summed_grad = grad if p.summed_grad is None else p.summed_grad + grad
             p.grad_sample = None
+        clear_unreleased(self.params)
         self._clear_frozen_grad_samples()
         stats = self._step_stats
         stats["batch_examples"] = stats.get("batch_examples", 0) + batch
@@ -622,7 +802,10 @@ class QShiftDPOptimizer(DPOptimizer):
             coords += n
             signal += float(p.summed_grad.double().pow(2).sum())
             noise = (self._standard_normal(n) * var.sqrt()).reshape(p.shape)
-            p.grad = (p.summed_grad + noise.to(p.summed_grad)).view_as(p)
+            # the release: the float64 noisy sum (its rounding to p's dtype is
+            # post-processing)
+            p.grad = (p.summed_grad.to(torch.float64) + noise.to(p.summed_grad.device)
+                      ).to(p.dtype).view_as(p)
             released += float(p.grad.double().pow(2).sum())
             i = position[id(p)]
             so_far = self._released_total[i]
@@ -678,7 +861,7 @@ class QShiftDPOptimizer(DPOptimizer):
         centred = stats.get("unclipped", 0) - 0.5 * stats.get("batch_examples", 0)
         noisy = centred + self.sensitivity_factor * cfg["unclipped_num_std"] * float(
             self._standard_normal(1)[0])
-        self.max_grad_norm = next_clip_norm(
+        self._max_grad_norm = next_clip_norm(
             self.max_grad_norm, noisy, self.expected_batch_size * self._scale_iterations, cfg)
         stats["released_centred_unclipped_count"] = float(noisy)
         stats["next_clip_norm"] = self.max_grad_norm
@@ -745,16 +928,28 @@ class QShiftDPOptimizer(DPOptimizer):
         self._check_promoted()
         self._ensure_grad_samples()
         self._scale_iterations = self.accumulated_iterations
+        # BatchMemoryManager: which logical batch these rows belong to. Rows accumulated for
+        # another one (a loop left it unfinished) are discarded, never released with these.
+        chunk, self._latest_chunk = self._latest_chunk, None
+        self._step_skip_queue.clear()  # the physical batch is told by `chunk`, not the queue
+        owner = chunk[1] if chunk is not None else None
+        if self._accumulating is not None and self._accumulating != owner:
+            self._discard_accumulated()
         if self.clip_norm_fn is not None and not self._is_last_step_skipped and self.history and (
                 len(self.history) % self.clip_refresh_steps == 0):
             clip = max(float(self.clip_norm_fn(len(self.history))), _MIN_PUBLIC_CLIP)
             self.clip_groups = [(self.clip_groups[0][0], clip)]
-            self.max_grad_norm = clip
+            self._max_grad_norm = clip
         self.clip_and_accumulate()
-        if self._check_skip_next_step():
+        if chunk is not None and chunk[0]:
+            self._accumulating = owner
             self._is_last_step_skipped = True
             return False
-        self._check_loader()
+        self._accumulating = None
+        if chunk is not None:
+            self._check_loader(owner)
+        else:
+            self._check_loader()
         if self.distributed:
             self._all_reduce_step()
         self.add_noise()
@@ -903,7 +1098,7 @@ class QShiftDPOptimizer(DPOptimizer):
             self._released_variance = float(state_dict.get("released_variance", 0.0))
         self.history = [StepRecord(r) for r in state_dict["history"]]
         self.last_record = self.history[-1] if self.history else None
-        self.max_grad_norm = float(state_dict["max_grad_norm"])
+        self._max_grad_norm = float(state_dict["max_grad_norm"])
         norms = state_dict.get("clip_norms")
         if norms is not None:
             if len(norms) != len(self.clip_groups):

@@ -114,11 +114,31 @@ class TorchLayer(qml.qnn.TorchLayer):
         new.train(layer.training)
         return new
 
+    def register_parameter(self, name: str, param: torch.nn.Parameter | None) -> None:
+        """Register ``param`` (torch's), keeping the QNode's weight in step with it.
+
+        Assigning another layer's Parameter to a weight (``layer2.weights =
+        layer1.weights``, weight tying) registers it here; the QNode is then evaluated with the
+        shared Parameter, and Opacus sums the per-example gradients of every layer using it.
+        """
+        super().register_parameter(name, param)
+        weights = self.__dict__.get("qnode_weights")
+        if weights is not None and name in weights and type(param) is torch.nn.Parameter:
+            weights[name] = param
+
     def _weights(self) -> list:
-        """The weights, refusing functional substitutes (torch.func / expanded weights)."""
+        """The weights, refusing functional substitutes (torch.func / expanded weights).
+
+        A weight replaced by another ``torch.nn.Parameter`` (weight tying,
+        ``layer2.weights = layer1.weights``) is adopted: the QNode is then evaluated with the
+        shared Parameter, and Opacus sums the per-example gradients every layer using it
+        contributes.
+        """
         out = []
-        for name, w in self.qnode_weights.items():
+        for name, w in list(self.qnode_weights.items()):
             current = self._parameters.get(name)
+            if current is not w and type(current) is torch.nn.Parameter:
+                self.qnode_weights[name] = w = current  # tied to another layer's Parameter
             if current is not w:
                 raise NotImplementedError(_mode_message(
                     f"The weight {name!r} of {type(self).__module__}.TorchLayer was replaced "

@@ -708,9 +708,9 @@ def _hybrid2(seed=0):
 
 def test_empty_poisson_batches_through_a_hybrid_in_opacus_privacy_engine():
     """An empty batch reaches the classical layer before the quantum layer (its gradient is
-    an empty per-example gradient), so Opacus's own optimizer steps with noise only (before
-    the fix: "Per sample gradient is not initialized")."""
-    from opacus import PrivacyEngine
+    an empty per-example gradient), so the product's PrivacyEngine (Opacus's, public divisor)
+    steps with noise only (before the fix: "Per sample gradient is not initialized")."""
+    from pennylane_qshiftdp import PrivacyEngine
 
     model = _hybrid2()
     data = _data(torch.rand(20, 2, dtype=torch.float64), torch.ones(20, dtype=torch.float64))

@@ -136,39 +136,27 @@ class TorchLayerGradSampleHooks(GradSampleHooks_test):
                                      loss_reduction="sum", grad_sample_mode="hooks")
 
 
-def test_ghost_clipping_step_is_the_clipped_sum():
-    """grad_sample_mode="ghost" (Opacus's fast gradient clipping) with the product's layer: one
-    step (no noise) = the mean of per-example gradients clipped at C, built one at a time."""
-    import copy
+@pytest.mark.parametrize("engine", ["opacus", "pennylane_qshiftdp"])
+def test_ghost_clipping_is_refused_before_training(engine):
+    """grad_sample_mode="ghost" (Opacus's fast gradient clipping) steps Opacus's own optimizer,
+    which divides by int(q·N) (opacus#819): refused on the product's layer by both engines
+    before any step (Opacus's: the ModuleValidator rule; the product's: by name)."""
     import warnings
 
-    from opacus import PrivacyEngine
+    import opacus
+    from opacus.validators.errors import UnsupportedModuleError
 
     x, model = MODELS["hybrid_2q"]()
-    y = torch.tensor([0, 1, 1, 0, 1])
-    ref = copy.deepcopy(model)
-    clip, lr = 0.05, 0.1
-    per_example = []
-    for j in range(len(x)):
-        ref.zero_grad()
-        torch.nn.functional.cross_entropy(ref(x[j:j + 1]), y[j:j + 1]).backward()
-        per_example.append(torch.cat([p.grad.reshape(-1) for p in ref.parameters()]))
-    g = torch.stack(per_example)
-    factors = (clip / (g.norm(dim=1) + 1e-6)).clamp(max=1.0)
-    assert float(factors.max()) < 1.0
-    expected = (factors[:, None] * g).sum(0) / len(x)
-
-    data = torch.utils.data.TensorDataset(x, y)
+    data = torch.utils.data.TensorDataset(x, torch.tensor([0, 1, 1, 0, 1]))
+    cls = opacus.PrivacyEngine if engine == "opacus" else qs.PrivacyEngine
+    error = UnsupportedModuleError if engine == "opacus" else ValueError
+    before = [p.detach().clone() for p in model.parameters()]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # Opacus: secure RNG off
-        private, opt, criterion, _ = PrivacyEngine().make_private(
-            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=lr),
-            data_loader=torch.utils.data.DataLoader(data, batch_size=5), noise_multiplier=0.0,
-            max_grad_norm=clip, grad_sample_mode="ghost",
-            criterion=torch.nn.CrossEntropyLoss(), poisson_sampling=False)
-    before = torch.cat([p.detach().reshape(-1).clone() for p in model.parameters()])
-    opt.zero_grad()
-    criterion(private(x), y).backward()
-    opt.step()
-    after = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
-    torch.testing.assert_close((before - after) / lr, expected, atol=1e-10, rtol=0)
+        with pytest.raises(error, match="opacus#819"):
+            cls().make_private(
+                module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+                data_loader=torch.utils.data.DataLoader(data, batch_size=5),
+                noise_multiplier=1.0, max_grad_norm=0.05, grad_sample_mode="ghost",
+                criterion=torch.nn.CrossEntropyLoss())
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))

@@ -7,8 +7,9 @@ Invariants, per cell:
     example's gradient alone by ``diff_method="backprop"`` (1e-10, float64, shots=None; within
     shot noise with shots);
 (c) one ``make_private`` step = the clipped, noised sum built by hand;
-(d) the other entry points give the same step: Opacus's own ``PrivacyEngine`` on a model fixed
-    by ``ModuleValidator.fix`` or ``convert_torch_layers`` (σ = 0: the clipped sum), Opacus's
+(d) the other entry points give the same step: the product's ``PrivacyEngine`` (Opacus's, with
+    a public divisor) on a model fixed by ``ModuleValidator.fix`` or ``convert_torch_layers``
+    (σ = 10⁻¹²: the clipped sum), Opacus's
     ``BatchMemoryManager`` (= one unsplit logical batch), ``distributed=True`` on 2 processes
     (= the clipped noised sum over both shares), and a checkpoint/resume (= the uninterrupted
     run, bit for bit).
@@ -467,10 +468,10 @@ def _opacus_cells():
 
 @pytest.mark.parametrize(("measurement", "layout", "fixer"), _opacus_cells())
 def test_opacus_privacy_engine_step_is_the_clipped_sum(measurement, layout, fixer):
-    """Opacus's own front end on a model with PennyLane's TorchLayer, fixed for Opacus: the
-    per-example gradients are backprop's one example at a time, and one step at σ = 0 is the
-    clipped sum over the expected batch size."""
-    from opacus import PrivacyEngine
+    """The product's PrivacyEngine (Opacus's front end with a public divisor) on a model with
+    PennyLane's TorchLayer, fixed for Opacus: the per-example gradients are backprop's one
+    example at a time, and one step at σ = 10⁻¹² is the clipped sum over the batch size."""
+    from pennylane_qshiftdp import PrivacyEngine
 
     batch, clip, lr = 5, 0.05, 0.7
     plain = Model(layout, measurement, qs.param_shift, pennylane_layer=True)
@@ -486,7 +487,7 @@ def test_opacus_privacy_engine_step_is_the_clipped_sum(measurement, layout, fixe
     before = [p.detach().clone() for p in params]
     private, opt, dl = PrivacyEngine().make_private(
         module=model, optimizer=torch.optim.SGD(params, lr=lr), data_loader=loader,
-        noise_multiplier=0.0, max_grad_norm=clip, poisson_sampling=False)
+        noise_multiplier=1e-12, max_grad_norm=clip, poisson_sampling=False)
     assert opt.expected_batch_size == batch
     xb, _ = next(iter(dl))
     c = _coeffs(64)
@@ -505,13 +506,15 @@ def test_opacus_privacy_engine_step_is_the_clipped_sum(measurement, layout, fixe
 
 def _first_logical_step(engine, physical, x, c, *, clip, lr, seed, logical=None):
     """One logical step of the hybrid expval-list model on ``x``: through ``make_private`` (its
-    Poisson loader, q = 1/2, seeded noise) or Opacus's PrivacyEngine (σ = 0, batches of 6),
+    Poisson loader, q = 1/2, seeded noise) or the product's PrivacyEngine (σ = 10⁻¹², batches
+    of 6),
     with the logical batch split by BatchMemoryManager into physical batches of ``physical``
     examples (``None``: not split; else ``logical``, the logical batch's size, ends the
     step). Returns (update/lr, the batch's example indices, the number of physical batches,
     the optimizer)."""
-    from opacus import PrivacyEngine
     from opacus.utils.batch_memory_manager import BatchMemoryManager
+
+    from pennylane_qshiftdp import PrivacyEngine
 
     n = len(x)
     model = Model("hybrid", "expval_list", qs.param_shift)
@@ -525,7 +528,7 @@ def _first_logical_step(engine, physical, x, c, *, clip, lr, seed, logical=None)
     else:
         private, opt, dl = PrivacyEngine().make_private(
             module=model, optimizer=torch.optim.SGD(params, lr=lr),
-            data_loader=torch.utils.data.DataLoader(data, batch_size=6), noise_multiplier=0.0,
+            data_loader=torch.utils.data.DataLoader(data, batch_size=6), noise_multiplier=1e-12,
             max_grad_norm=clip, poisson_sampling=False)
 
     def steps(loader, logical):
@@ -757,7 +760,7 @@ def test_opacus_privacy_engine_refuses_an_unfixed_layer_naming_the_fix():
 
 
 def test_opacus_privacy_engine_trains_the_fixed_layer():
-    from opacus import PrivacyEngine
+    from pennylane_qshiftdp import PrivacyEngine
 
     model = Model("hybrid", "expval_list", qs.param_shift)
     ref = _reference_model(model, "hybrid", "expval_list")
@@ -766,7 +769,7 @@ def test_opacus_privacy_engine_trains_the_fixed_layer():
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     private, popt, loader = PrivacyEngine().make_private(
         module=model, optimizer=opt, data_loader=torch.utils.data.DataLoader(data, batch_size=3),
-        noise_multiplier=0.0, max_grad_norm=1e6, poisson_sampling=False, loss_reduction="sum")
+        noise_multiplier=1e-12, max_grad_norm=1e6, poisson_sampling=False, loss_reduction="sum")
     c = _coeffs(8)
     xb, _ = next(iter(loader))
     _loss(private(xb), c).sum().backward()
@@ -778,7 +781,7 @@ def test_opacus_privacy_engine_trains_the_fixed_layer():
 
 @pytest.mark.parametrize("mode", ["functorch", "ew"])
 def test_other_grad_sample_modes_are_refused_naming_hooks(mode):
-    from opacus import PrivacyEngine
+    from pennylane_qshiftdp import PrivacyEngine
 
     model = Model("alone", "expval", qs.param_shift)
     data = torch.utils.data.TensorDataset(_inputs("alone", 4), torch.zeros(4))

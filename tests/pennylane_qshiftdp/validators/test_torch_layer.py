@@ -50,13 +50,15 @@ def test_a_layer_that_is_itself_the_model_is_returned_converted():
 
 
 @pytest.mark.parametrize("diff_method", ["parameter-shift", "backprop", "finite-diff"])
-def test_a_non_private_qnode_is_left_alone_and_reported(diff_method):
+def test_a_non_private_qnode_is_left_alone_and_left_to_opacus(diff_method):
+    """A PennyLane layer that does not use the private transform is not this package's: the
+    fixer leaves it and Opacus's validator decides as without the import (no rule: no error);
+    make_private refuses it (test_privacy_engine)."""
     plain = qml.qnn.TorchLayer(_qnode(diff_method), SHAPES)
     assert fix_torch_layer(plain) is plain
     model = torch.nn.Sequential(plain)
     assert convert_torch_layers(model)[0] is plain
-    [error] = ModuleValidator.validate(model)
-    assert "pennylane_qshiftdp.param_shift" in str(error)
+    assert ModuleValidator.validate(model) == []
 
 
 def test_the_products_layer_with_a_changed_qnode_is_reported():
