@@ -155,6 +155,17 @@ def privacy_statement(ledger, *, diagnostics: dict[str, Any] | None = None) -> s
         )
         if clipping.get("mode") == "certified":
             lines.append(f"Certified clip: {_certified_clip_text(diagnostics)}")
+        schedule = extra.get("clip_norm_schedule")
+        if schedule:
+            factor = sens / float(clipping.get("clip_norm") or sens)  # 2 under replace-one
+            moves = "; ".join(f"from step {int(e['from_step'])} C = {_fmt(e['clip_norm'])} "
+                              f"(noise std {_fmt(sigma * factor * e['clip_norm'])})"
+                              for e in schedule)
+            lines.append(
+                f"Clip norm schedule (set during training, e.g. by an Opacus clip scheduler; "
+                f"public: a function of the step only): {moves}. Every step's rows are "
+                f"clipped at, and its noise scaled by, the C in force; σ is unchanged, so the "
+                f"accounting above holds.")
     if ledger.credit_mode != "none":
         lines.append(f"Proven noise history (σ_t, q, steps) = {ledger.proven_history}.")
     lines.append(_accountant_text(ledger))

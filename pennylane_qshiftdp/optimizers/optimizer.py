@@ -1047,6 +1047,7 @@ class QShiftDPOptimizer(DPOptimizer):
                         for r in self.history],
             "max_grad_norm": self.max_grad_norm,
             "clip_norms": [float(c) for _, c in self.clip_groups],
+            "clip_norm_schedule": [dict(e) for e in self.clip_norm_schedule],
             "noise_multiplier": float(self.noise_multiplier),
             "generator": self.generator.get_state() if self.generator is not None else None,
             "ledger": self.ledger.state_dict() if self.ledger is not None else None,
@@ -1099,6 +1100,7 @@ class QShiftDPOptimizer(DPOptimizer):
         self.history = [StepRecord(r) for r in state_dict["history"]]
         self.last_record = self.history[-1] if self.history else None
         self._max_grad_norm = float(state_dict["max_grad_norm"])
+        self.clip_norm_schedule = [dict(e) for e in state_dict.get("clip_norm_schedule") or []]
         norms = state_dict.get("clip_norms")
         if norms is not None:
             if len(norms) != len(self.clip_groups):
