@@ -20,10 +20,57 @@ from opacus.validators import ModuleValidator
 from . import _compat
 from .exceptions import PrivacyWarning, SensitivityError
 from .gradients.sensitivity_bound import sensitivity
+from .qnn._caches import CACHE_SLOT as _CACHE_SLOT
 from .qnn.evaluation import gradient_route
 from .qnn.private_qnode import check_private_qnode
 
-__all__ = ["check_per_example_loss", "check_training_buffers", "preserved_shot_rngs"]
+__all__ = ["LOCAL_SIMULATORS", "check_per_example_loss", "check_training_buffers",
+           "preserved_shot_rngs", "simulator_twins", "twinned_devices"]
+
+#: Devices on which the checks' forward passes run as they are (local state-vector or
+#: density-matrix simulators, fast and free). On any other device (hardware, a cloud
+#: simulator, Qiskit's Aer with a noise model) they run on an analytic twin (below).
+LOCAL_SIMULATORS = frozenset({"default.qubit", "default.mixed", "lightning.qubit",
+                              "lightning.kokkos", "lightning.gpu"})
+
+
+def twinned_devices(module: torch.nn.Module) -> list[str]:
+    """Names of the TorchLayers' devices the checks do not run circuits on (not in
+    :data:`LOCAL_SIMULATORS`)."""
+    return sorted({m.qnode.device.name for m in torch_layers(module)
+                   if m.qnode.device.name not in LOCAL_SIMULATORS})
+
+
+@contextlib.contextmanager
+def simulator_twins(module: torch.nn.Module) -> Iterator[None]:
+    """Run the block's forward passes on analytic simulator twins of billed devices.
+
+    The checks' forward passes on synthetic inputs read only the model's structure (output
+    shapes, which modules run, which buffers change, a layer's input), which the device does
+    not change. On a TorchLayer whose device is not in :data:`LOCAL_SIMULATORS` they would be
+    circuits run (and billed) on hardware, or slow noisy simulations: for the block, its QNode
+    runs on ``default.qubit`` (``default.mixed`` for a mixed-state device) on the same wires,
+    analytically. The device and the layer's caches are restored on exit, so training runs
+    on the user's device exactly as before.
+    """
+    swapped = []
+    for layer in torch_layers(module):
+        dev = layer.qnode.device
+        if dev.name in LOCAL_SIMULATORS:
+            continue
+        twin = qml.device("default.mixed" if "mixed" in dev.name else "default.qubit",
+                          wires=dev.wires)
+        swapped.append((layer, dev, layer.__dict__.get(_CACHE_SLOT)))
+        layer.qnode.device = twin
+        layer.__dict__.pop(_CACHE_SLOT, None)
+    try:
+        yield
+    finally:
+        for layer, dev, caches in swapped:
+            layer.qnode.device = dev
+            layer.__dict__.pop(_CACHE_SLOT, None)
+            if caches is not None:
+                layer.__dict__[_CACHE_SLOT] = caches
 
 
 def torch_layers(module: torch.nn.Module) -> list[qml.qnn.TorchLayer]:
@@ -107,7 +154,7 @@ def check_training_buffers(module: torch.nn.Module, example) -> None:
     batch = torch.stack([zero, torch.rand(zero.shape, generator=gen,
                                           dtype=torch.float64).to(zero.dtype)])
     try:
-        with torch.no_grad(), preserved_shot_rngs(module):
+        with torch.no_grad(), preserved_shot_rngs(module), simulator_twins(module):
             module(batch)
     except Exception:  # noqa: BLE001 - a probe only: what it cannot run, it cannot judge
         pass
@@ -176,7 +223,7 @@ def _modules_after_one(module, layer, x) -> list[str] | None:
             handles.append(m.register_forward_pre_hook(
                 lambda mod, _inp, name=name: order.append((name, mod))))
     try:
-        with torch.no_grad():
+        with torch.no_grad(), simulator_twins(module):
             out = module(x.unsqueeze(0))
     except Exception:  # noqa: BLE001 - a probe only; the caller says it could not check
         return None
@@ -283,7 +330,7 @@ def layer_inputs(module, layer, example) -> torch.Tensor:
 
     handle = layer.register_forward_hook(hook)
     try:
-        with torch.no_grad():
+        with torch.no_grad(), simulator_twins(module):
             module(example.unsqueeze(0))
     finally:
         handle.remove()
@@ -301,7 +348,7 @@ def layer_sensitivity(module, layer, example, *, loss, adjacency, jacobian_bound
 
 def output_shape(module, example) -> tuple[int, ...]:
     """Shape of one example's model output, from a forward pass on zeros (public)."""
-    with torch.no_grad():
+    with torch.no_grad(), simulator_twins(module):
         out = module(torch.zeros_like(torch.as_tensor(example)).unsqueeze(0))
     return tuple(out.shape[1:])
 

@@ -71,6 +71,7 @@ from .model_checks import (
     output_shape,
     preserved_shot_rngs,
     torch_layers,
+    twinned_devices,
 )
 from .optimizers.optimizer import QShiftDPOptimizer
 from .optimizers.public_clip import domain_gradient_bound
@@ -824,6 +825,12 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
             preprocessing_note=preprocessing_note,
             routes=gradient_routes(model.module, model.layers, example),
             devices=model.layers, allocation=allocation)
+    twinned = twinned_devices(model.module)
+    if twinned:
+        ledger.extra_update({"model_checks_device": (
+            f"the forward passes of make_private's model checks (synthetic inputs, structure "
+            f"only) ran on an analytic default.qubit twin of {twinned}, not on the device: no "
+            f"circuit of theirs was run or billed there")})
     gen, dp_loader = _prepare_loader(model, data_loader, sampling, secure_mode=secure_mode,
                                      seed=seed, distributed=distributed)
     gs_module = GradSampleModule(model.module, batch_first=True, loss_reduction=loss_reduction)

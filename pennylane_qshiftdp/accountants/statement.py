@@ -213,6 +213,8 @@ def privacy_statement(ledger, *, diagnostics: dict[str, Any] | None = None) -> s
             "before that point (e.g. standardisation or PCA) is not covered; declare it with "
             "`preprocessing_note`."
         )
+    if extra.get("model_checks_device"):
+        lines.append(f"Model checks: {extra['model_checks_device']}.")
     randomness = extra.get("randomness")
     if randomness:
         lines.append(f"Randomness: {randomness}")

@@ -585,3 +585,46 @@ def test_tied_weights_train_through_both_engines(route):
         summed = torch.stack([e[name] for e in expected]).sum(0) if len(xb) else 0 * b
         torch.testing.assert_close((b - p.detach()) / 0.1 * popt.expected_batch_size, summed,
                                    atol=1e-9, rtol=0, msg=name)
+
+
+# ------------------------------------------------------------------------------------------
+# 7. make_private's checks run no circuit on a device that bills
+# ------------------------------------------------------------------------------------------
+
+
+class _BilledQubit(qml.devices.DefaultQubit):
+    """default.qubit under another name (a stand-in for hardware), counting its circuits."""
+
+    executed = 0
+
+    @property
+    def name(self):
+        return "test.billed"
+
+    def execute(self, circuits, execution_config=None):
+        batch = circuits if isinstance(circuits, (list, tuple)) else [circuits]
+        type(self).executed += len(batch)
+        return super().execute(circuits, execution_config)
+
+
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_make_private_checks_run_no_circuit_on_a_billed_device(hybrid):
+    _BilledQubit.executed = 0
+    qnode = qml.set_shots(qml.QNode(_circuit, _BilledQubit(wires=2, seed=1),
+                                    interface="torch", diff_method=qs.param_shift), shots=100)
+    torch.manual_seed(0)
+    layer = qs.qnn.TorchLayer(qnode, {"weights": (1, 2, 3)}).double()
+    model = (torch.nn.Sequential(torch.nn.Linear(2, 2).double(), layer) if hybrid else layer)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pm, opt, loader = qs.make_private(model, torch.optim.SGD(model.parameters(), lr=0.1),
+                                          _loader(20), target_epsilon=2.0, target_delta=1e-5,
+                                          epochs=1, seed=0, criterion=torch.nn.MSELoss())
+    assert _BilledQubit.executed == 0
+    assert layer.qnode.device.name == "test.billed"
+    assert "twin of ['test.billed']" in opt.ledger.statement().replace("\n", " ")
+    x, _ = next(iter(loader))
+    opt.zero_grad()
+    pm(x).sum().backward()
+    opt.step()
+    assert _BilledQubit.executed > 0  # training itself runs on the user's device
