@@ -76,17 +76,20 @@ _BIND_RTOL = 1e-9
 _MIN_PUBLIC_CLIP = 1e-6
 
 
-#: A clipped row whose computed float64 norm exceeds C·(1 − _ROW_MARGIN) is scaled to that
-#: norm: rows clipped at C (norm C‖g‖/(‖g‖ + 10⁻⁶)) are below it unless ‖g‖ > 10⁶, so the
-#: rescaling only touches rows that rounding could carry above C.
+#: A clipped row whose computed float64 norm exceeds C·(1 − m) is scaled to that norm, with
+#: m = max(_ROW_MARGIN, 4·(d + 2)·2⁻⁵³) for d coordinates: above the worst-case relative error
+#: of a float64 sum of d squares and its square root, so the row's true norm is at most C.
+#: Rows clipped at C (norm C‖g‖/(‖g‖ + 10⁻⁶)) are below it unless ‖g‖ ≳ 10⁶, so the rescaling
+#: only touches rows that rounding could carry above C.
 _ROW_MARGIN = 1e-12
 
 
 def _shrink_above(norm: float, parts: Sequence[torch.Tensor]) -> None:
     """Scale, in place, every row (dim 0) of the concatenation of ``parts`` whose float64 norm
-    exceeds ``norm·(1 − _ROW_MARGIN)`` to that norm (rows are a group's clipped per-example
-    gradients)."""
-    limit = norm * (1.0 - _ROW_MARGIN)
+    exceeds ``norm·(1 − m)`` to that norm (rows are a group's clipped per-example gradients;
+    m as for :data:`_ROW_MARGIN`)."""
+    coordinates = sum(int(part.shape[1]) for part in parts)
+    limit = norm * (1.0 - max(_ROW_MARGIN, 4.0 * (coordinates + 2) * 2.0**-53))
     sq = sum(part.pow(2).sum(dim=1) for part in parts)
     row_norms = torch.as_tensor(sq).sqrt()
     over = row_norms > limit
