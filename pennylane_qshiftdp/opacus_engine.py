@@ -109,7 +109,7 @@ class PrivacyEngine(opacus.PrivacyEngine):
                      data_loader: torch.utils.data.DataLoader,
                      expected_batch_size: float | None = None, clipping: str = "flat",
                      grad_sample_mode: str = "hooks", poisson_sampling: bool = True,
-                     **kwargs: Any):
+                     **kwargs: Any) -> tuple[Any, ...]:
         r"""Opacus's ``make_private``, with a public divisor.
 
         Args:
@@ -164,7 +164,7 @@ class PrivacyEngine(opacus.PrivacyEngine):
         return out
 
     def make_private_with_epsilon(self, *, expected_batch_size: float | None = None,
-                                  **kwargs: Any):
+                                  **kwargs: Any) -> tuple[Any, ...]:
         """Opacus's ``make_private_with_epsilon`` (σ from this engine's accountant for
         ``target_epsilon``, ``target_delta``, ``epochs`` at q = 1/len(loader)), with the
         public divisor of :meth:`make_private`.
