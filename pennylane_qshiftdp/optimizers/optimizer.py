@@ -84,20 +84,18 @@ _MIN_PUBLIC_CLIP = 1e-6
 _ROW_MARGIN = 1e-12
 
 
-def _shrink_above(norm: float, parts: Sequence[torch.Tensor]) -> None:
-    """Scale, in place, every row (dim 0) of the concatenation of ``parts`` whose float64 norm
-    exceeds ``norm·(1 − m)`` to that norm (rows are a group's clipped per-example gradients;
-    m as for :data:`_ROW_MARGIN`)."""
-    coordinates = sum(int(part.shape[1]) for part in parts)
+def _at_most(norm: float, factor: torch.Tensor, row_norms: torch.Tensor,
+             coordinates: int) -> torch.Tensor:
+    """``factor``, lowered where ``factor × row_norms`` exceeds ``norm·(1 − m)`` (m as for
+    :data:`_ROW_MARGIN`, for ``coordinates`` coordinates) to that bound; ``factor`` itself
+    (the same tensor) when no row needs it."""
     limit = norm * (1.0 - max(_ROW_MARGIN, 4.0 * (coordinates + 2) * 2.0**-53))
-    sq = sum(part.pow(2).sum(dim=1) for part in parts)
-    row_norms = torch.as_tensor(sq).sqrt()
-    over = row_norms > limit
-    if bool(over.any()):
-        scale = torch.where(over, limit / row_norms.clamp(min=torch.finfo(torch.float64).tiny),
-                            torch.ones_like(row_norms))
-        for part in parts:
-            part.mul_(scale[:, None].to(part.device))
+    clipped = factor * row_norms
+    over = clipped > limit
+    if not bool(over.any()):
+        return factor
+    return torch.where(over, factor * (limit / clipped.clamp(min=torch.finfo(torch.float64)
+                                                            .tiny)), factor)
 
 
 class StepRecord(dict):
@@ -667,10 +665,12 @@ class QShiftDPOptimizer(DPOptimizer):
         groups = [([p for p in group if id(p) in index], norm) for group, norm in self.clip_groups]
         bound_count, largest_ratio = 0, 0.0
         unclipped, clipped_any = 0, None
+        row_norms: list[torch.Tensor | None] = []
         if self.adaptive_clipping is not None:
             self.clip_groups = [(self.clip_groups[0][0], float(self.max_grad_norm))]
         for (group, norm), certified in zip(groups, self._certified_flags, strict=True):
             if not group:
+                row_norms.append(None)
                 continue
             if batch == 0:
                 factor = torch.zeros(0, dtype=torch.float64)
@@ -686,6 +686,7 @@ class QShiftDPOptimizer(DPOptimizer):
                     # where γC/‖g‖ vanishes for huge gradients)
                     factor = (norm / (norms + self.automatic_gamma * norm)
                               * _AUTOMATIC_MARGIN) * finite
+            row_norms.append(norms)
             binding = (norms > norm * (1.0 + _BIND_RTOL) if self.automatic_gamma is None
                        else torch.ones_like(norms, dtype=torch.bool))  # every row rescaled
             unclipped = int((~binding).sum())
@@ -697,19 +698,20 @@ class QShiftDPOptimizer(DPOptimizer):
             for p in group:
                 factors[id(p)] = factor
         # Clipped rows in float64 whatever the parameters' dtype (a float32 product of a
-        # subnormal factor and a huge gradient rounds above C), then, per clip group, any row
-        # whose computed norm still exceeds C (rounding) scaled down below it: no example's
-        # contribution to the sum exceeds its clip norm. The sum stays in float64 until the
-        # noise is added (:meth:`add_noise`); rounding the noisy sum to the parameters' dtype
-        # is post-processing.
-        rows = {id(p): factors[id(p)].to(g.device)[:, None]
-                * g.reshape(batch, p.numel()).to(torch.float64)
-                for p, g in zip(self.params, samples, strict=True)}
-        for group, norm in groups:
-            if group and batch:
-                _shrink_above(norm, [rows[id(p)] for p in group])
-        for p in self.params:
-            grad = rows[id(p)].sum(dim=0).reshape(p.shape)
+        # subnormal factor and a huge gradient rounds above C), and, per clip group, a factor
+        # whose clipped norm (factor × the float64 row norm) exceeds C less a rounding margin
+        # lowered to it: no example's contribution to the sum exceeds its clip norm. The sum
+        # stays in float64 until the noise is added (:meth:`add_noise`); rounding the noisy
+        # sum to the parameters' dtype is post-processing.
+        for (group, norm), group_norms in zip(groups, row_norms, strict=True):
+            if group and batch and group_norms is not None:
+                safe = _at_most(norm, factors[id(group[0])], group_norms,
+                                sum(p.numel() for p in group))
+                for p in group:
+                    factors[id(p)] = safe
+        for p, g in zip(self.params, samples, strict=True):
+            grad = torch.einsum("i,i...", factors[id(p)].to(g.device, torch.float64),
+                                g.to(torch.float64))
             p.summed_grad = grad if p.summed_grad is None else p.summed_grad + grad
             p.grad_sample = None
         clear_unreleased(self.params)
