@@ -200,10 +200,11 @@ class PrivacyLedger:
         """Forget this ledger's compositions and admissible step counts (configuration changed)."""
         self._epsilon_memo: dict[tuple, float] = {}
         self._one_step_memo: dict = {}  # this ledger's one-step PLDs (pld_epsilon's cache)
-        # (accountant, δ, target, prefix, σ, q) -> K*, or None where the check composes
-        self._admissible: dict[tuple, int | None] = {}
-        # same key -> the one step count queried so far (a second one triggers the search)
-        self._queried: dict[tuple, int] = {}
+        # (accountant, δ, target, prefix, σ, q) -> (largest admissible tail known, smallest
+        # exceeding tail known or None): brackets K* (see _exceeds)
+        self._bracket: dict[tuple, tuple[int, int | None]] = {}
+        # compositions made by budget checks since the planned ε was last read
+        self._unread_compositions = 0
 
     # ------------------------------------------------------------------ configuration
     def _configure(
@@ -408,6 +409,8 @@ class PrivacyLedger:
         # The budget check, the step, the search for K* and the proven ε of a step compose the
         # same histories: this ledger remembers its last compositions (never another's).
         key = (accountant, self._target_delta, tuple(map(tuple, history)))
+        if accountant == self._accountant_name and key[2] == tuple(self._acct.history):
+            self._unread_compositions = 0  # the planned ε is wanted (see _exceeds)
         memo = self._epsilon_memo
         if key in memo:
             return memo[key]
@@ -423,12 +426,16 @@ class PrivacyLedger:
 
         The history is split into a prefix and a tail of ``n`` steps at (σ, q) (``n = 0`` if its
         last entry has another σ), so the extended history is the prefix plus ``n + steps``
-        steps at (σ, q). For a monotone accountant (:data:`_MONOTONE_ACCOUNTANTS`) the answer
-        is ``n + steps > K*`` with K* the largest admissible tail, searched once per (prefix,
-        σ) by :meth:`_admissible_tail` (ε is composed only at the search's points, by the
-        accountant). The search starts at the second distinct tail length queried for a
-        prefix and σ: a σ changed at every step (a scheduler) composes once per step, as
-        before. Otherwise, or where the search cannot conclude, the history is composed.
+        steps at (σ, q). For a monotone accountant (:data:`_MONOTONE_ACCOUNTANTS`) ε grows with
+        the tail, so every tail composed so far brackets the admissible count K* (largest
+        tail with ε ≤ target): a tail at or below an admissible one is admissible, one at or
+        above an exceeding one exceeds, and the answer costs nothing. Inside the bracket the
+        extended history is composed, as before (its ε is then the step record's, free).
+        When a composition made by a check was never read (nobody asks for the planned ε at
+        every step: the optimizer's record reads the proven ε, or nothing does), K* is
+        searched instead (:meth:`_admissible_tail`, about 2·log₂ K* compositions, once per
+        prefix and σ) and every later check of that prefix and σ is O(1). PRV composes every
+        check.
         """
         history = self._acct.history
         q = self._sample_rate
@@ -436,18 +443,32 @@ class PrivacyLedger:
             prefix, tail = tuple(history[:-1]), history[-1][2] + steps
         else:
             prefix, tail = tuple(history), steps
-        key = (self._accountant_name, self._target_delta, self._target_epsilon, prefix, sigma, q)
-        if key not in self._admissible and self._monotone():
-            seen = self._queried.get(key)
-            if seen is not None and seen != tail:
-                self._admissible[key] = self._admissible_tail(prefix, sigma, tail)
-            else:
-                self._queried[key] = tail
-        kstar = self._admissible.get(key)
-        if kstar is not None:
-            return tail > kstar
         extended = extend_history(history, sigma, q, steps)
-        return self._epsilon_of(extended) > self._target_epsilon
+        if not self._monotone():
+            return self._epsilon_of(extended) > self._target_epsilon
+        key = (self._accountant_name, self._target_delta, self._target_epsilon, prefix, sigma, q)
+        lo, hi = self._bracket.get(key, (0, None))
+        if tail <= lo:
+            return False
+        if hi is not None and tail >= hi:
+            return True
+        if self._unread_compositions > 0:  # the last check's ε was not wanted: find K*
+            lo, hi = self._admissible_tail(prefix, sigma, lo, hi, tail)
+            self._set_bracket(key, lo, hi)
+            if tail <= lo:
+                return False
+            if hi is not None and tail >= hi:
+                return True
+        over = self._epsilon_of(extended) > self._target_epsilon
+        self._unread_compositions += 1
+        self._set_bracket(key, lo if over else tail, tail if over else hi)
+        return over
+
+    def _set_bracket(self, key: tuple, lo: int, hi: int | None) -> None:
+        """Remember that tail ``lo`` is admissible and ``hi`` (if known) exceeds, for ``key``."""
+        if key not in self._bracket and len(self._bracket) >= _MEMO_SIZE:
+            self._bracket.pop(next(iter(self._bracket)))
+        self._bracket[key] = (lo, hi)
 
     def _monotone(self) -> bool:
         """Whether ε grows with the tail's length for this ledger's accountant and target."""
@@ -455,49 +476,49 @@ class PrivacyLedger:
             return False
         return self._accountant_name != "pld" or self._target_epsilon <= _PLD_MONOTONE_MAX_EPSILON
 
-    def _admissible_tail(self, prefix: tuple, sigma: float, start: int) -> int | None:
-        """K* = max{k ≥ 0 : ε(prefix + k steps at (σ, q)) ≤ target}, or ``None``.
+    def _admissible_tail(self, prefix: tuple, sigma: float, lo: int, hi: int | None,
+                         start: int) -> tuple[int, int | None]:
+        """Narrow the bracket (``lo`` admissible, ``hi`` exceeding or ``None``) of K* to
+        (K*, K* + 1), K* = max{k ≥ 0 : ε(prefix + k steps at (σ, q)) ≤ target}.
 
-        Galloping from ``start`` then bisection, every ε composed by the accountant
-        (:meth:`_epsilon_of`): about 2·log₂(K*/start) compositions. The result is verified at
-        K* (admissible) and K* + 1 (exceeds); monotonicity of ε in k makes it the answer of
-        every budget check of this prefix and σ. ``None`` (the check then composes) where
-        the search would leave the range in which that holds: no exceeding count below
-        2**40 steps, a PLD history longer than :data:`~.pld.PLD_MAX_STEPS` (ε is then RDP's),
-        or a non-finite ε.
+        Galloping up from ``start`` while no exceeding tail is known, then bisection; every ε
+        composed by the accountant (:meth:`_epsilon_of`). K* is verified at both ends (K*
+        admissible, K* + 1 exceeds); monotonicity of ε in k makes it the answer of every
+        budget check of this prefix and σ. The search stops early, leaving a wider bracket
+        (those checks then compose), where monotonicity is not established: no exceeding
+        tail below 2**40 steps, a PLD history longer than :data:`~.pld.PLD_MAX_STEPS` (ε is
+        then RDP's), or a non-finite ε.
         """
         q = self._sample_rate
-        prefix_steps = sum(n for _, _, n in prefix)
         limit = _MAX_SEARCH_STEPS
         if self._accountant_name == "pld":
-            limit = min(limit, PLD_MAX_STEPS - prefix_steps)
+            limit = min(limit, PLD_MAX_STEPS - sum(n for _, _, n in prefix))
 
         def exceeds(k: int) -> bool | None:
             eps = self._epsilon_of(extend_history(list(prefix), sigma, q, k))
             return None if not math.isfinite(eps) else eps > self._target_epsilon
 
-        if exceeds(0) is not False:  # the prefix alone is over the budget (or not finite)
-            return None
-        lo, hi = 0, max(int(start), 1)
-        while True:  # invariant: lo admissible
-            found = exceeds(hi)
+        probe = max(int(start), lo + 1)
+        while hi is None:
+            if probe > limit:
+                return lo, hi
+            found = exceeds(probe)
             if found is None:
-                return None
+                return lo, hi
             if found:
-                break
-            if hi >= limit:
-                return None
-            lo, hi = hi, min(2 * hi, limit)
-        while hi - lo > 1:  # invariant: lo admissible, hi exceeds
+                hi = probe
+            else:
+                lo, probe = probe, 2 * probe
+        while hi - lo > 1:
             mid = (lo + hi) // 2
             found = exceeds(mid)
             if found is None:
-                return None
+                return lo, hi
             if found:
                 hi = mid
             else:
                 lo = mid
-        return lo
+        return lo, hi
 
     @property
     def planned_epsilon(self) -> float:

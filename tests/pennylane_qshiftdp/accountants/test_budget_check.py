@@ -55,8 +55,12 @@ def _target_at(truth, sigma, q, k, ulps):
     return t
 
 
-def _run_until_refused(ledger, truth, *, sigma=None, max_steps, lookahead=(2, 3, 7)):
-    """Check every answer of the ledger against composing, step by step; the refused step."""
+def _run_until_refused(ledger, truth, *, sigma=None, max_steps, lookahead=(2, 3, 7),
+                       read=False):
+    """Check every answer of the ledger against composing, step by step; the refused step.
+
+    With ``read`` the planned ε is read after every step (as a step record would), which
+    keeps the checks composing inside the bracket instead of searching K*."""
     sigma = ledger.noise_multiplier if sigma is None else sigma
     target = ledger.target_epsilon
     for _ in range(max_steps):
@@ -72,6 +76,8 @@ def _run_until_refused(ledger, truth, *, sigma=None, max_steps, lookahead=(2, 3,
             assert ledger.history == before
             return ledger.steps + 1
         ledger.charge(noise_multiplier=sigma)
+        if read:
+            assert ledger.planned_epsilon == truth.eps(ledger.history)
     return None
 
 
@@ -81,6 +87,7 @@ PLD_RDP_CASES = st.tuples(st.sampled_from([0.6, 0.9, 1.0, 1.7, 3.0]),
                           st.integers(1, 24), st.sampled_from([-1, 0, 1]))
 
 
+@pytest.mark.parametrize("read", [False, True])
 @pytest.mark.parametrize("accountant", ["pld", "rdp"])
 @settings(max_examples=12, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -88,14 +95,16 @@ PLD_RDP_CASES = st.tuples(st.sampled_from([0.6, 0.9, 1.0, 1.7, 3.0]),
 @example(case=(1.0, 0.1, 20, 0))
 @example(case=(1.0, 0.1, 20, -1))
 @example(case=(0.9, 1.0, 5, 1))
-def test_every_check_of_a_run_equals_composing(accountant, case):
+def test_every_check_of_a_run_equals_composing(accountant, read, case):
     """At ε(σ, q, k) exactly (K* = k), one ulp below (K* = k − 1) and above: every answer of
-    ``would_exceed`` at every step, and the refused step, are those of composing."""
+    ``would_exceed`` at every step, and the refused step, are those of composing (K* searched,
+    or, with the planned ε read at every step, bracketed by the compositions)."""
     sigma, q, k, ulps = case
     truth = Truth(accountant)
     target = _target_at(truth, sigma, q, k, ulps)
     ledger = _ledger(accountant, target, sigma, q)
-    refused = _run_until_refused(ledger, truth, max_steps=k + 3)
+    refused = _run_until_refused(ledger, truth, max_steps=k + 3, lookahead=() if read else
+                                 (2, 3, 7), read=read)
     first_over = next(m for m in range(1, k + 4) if truth.eps([(sigma, q, m)]) > target)
     assert refused == first_over
     if ulps >= 0:
@@ -113,7 +122,7 @@ def test_prv_checks_equal_composing(k, ulps):
     ledger = _ledger("prv", target, 1.0, 0.25)
     refused = _run_until_refused(ledger, truth, max_steps=k + 2, lookahead=(2,))
     assert refused == (k + 1 if ulps == 0 else k)
-    assert not any(v is not None for v in ledger._admissible.values())
+    assert not ledger._bracket
 
 
 @pytest.mark.parametrize("accountant", ["pld", "rdp"])
@@ -146,7 +155,7 @@ def test_once_k_star_is_known_a_check_composes_nothing(accountant, monkeypatch):
     for _ in range(3):
         assert not ledger.would_exceed(1)
         ledger.charge()
-    assert list(ledger._admissible.values()) == [40]
+    assert list(ledger._bracket.values()) == [(40, 41)]
 
     def refuse(*args, **kwargs):
         raise AssertionError("composed")
@@ -160,9 +169,7 @@ def test_once_k_star_is_known_a_check_composes_nothing(accountant, monkeypatch):
         ledger.charge()
 
 
-def test_ledgers_do_not_share_compositions(monkeypatch):
-    """Two identical ledgers each compose their own ε (issue 43: a benchmark's second variant
-    got its budget check free from the first's cache)."""
+def _count_compositions(monkeypatch):
     calls = []
     real = ledger_module.epsilon_from_history
 
@@ -171,6 +178,42 @@ def test_ledgers_do_not_share_compositions(monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(ledger_module, "epsilon_from_history", counting)
+    return calls
+
+
+@pytest.mark.parametrize("accountant", ["pld", "rdp"])
+def test_reading_the_planned_epsilon_every_step_costs_one_composition_per_step(
+        accountant, monkeypatch):
+    """As the optimizer drives it (check, charge, the record's ε = planned ε): the check
+    composes what the record then reads, one composition per step and no search; once the
+    record stops reading it (here: the proven σ differs), K* is searched and the checks
+    cost nothing."""
+    calls = _count_compositions(monkeypatch)
+    ledger = _ledger(accountant, 8.0, 1.0, 0.1)
+    for n in range(1, 11):
+        assert not ledger.would_exceed(1)
+        ledger.charge()
+        assert ledger.epsilon == epsilon_from_history([(1.0, 0.1, n)], delta=DELTA,
+                                                      accountant=accountant)
+        assert len(calls) == n
+    assert ledger._bracket[(accountant, DELTA, 8.0, (), 1.0, 0.1)][1] is None  # no K* yet
+    for _ in range(3):
+        assert not ledger.would_exceed(1)
+        ledger.charge(proven_noise_multiplier=1.25)
+        _ = ledger.epsilon
+    lo, hi = ledger._bracket[(accountant, DELTA, 8.0, (), 1.0, 0.1)]
+    assert hi == lo + 1
+    before = len(calls)
+    for _ in range(5):
+        assert not ledger.would_exceed(1)
+        ledger.charge(proven_noise_multiplier=1.25)
+    assert len(calls) == before
+
+
+def test_ledgers_do_not_share_compositions(monkeypatch):
+    """Two identical ledgers each compose their own ε (issue 43: a benchmark's second variant
+    got its budget check free from the first's cache)."""
+    calls = _count_compositions(monkeypatch)
     counts = []
     for _ in range(2):
         ledger = _ledger("pld", 8.0, 1.0, 0.1)
