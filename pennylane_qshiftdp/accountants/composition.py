@@ -56,7 +56,8 @@ ACCOUNTANTS: dict[str, type[IAccountant]] = {"rdp": RDPAccountant, "prv": PRVAcc
 
 #: The accountant used when none is named: dp-accounting's PLD (pessimistic). At the same ε
 #: it calibrates 6–9 % less noise than RDP on the shipped tasks, in about the same time
-#: (benchmarks/RESULTS.md §5); its budget check costs tens of milliseconds per step.
+#: (benchmarks/RESULTS.md §5). A composition costs milliseconds to tens of milliseconds; a
+#: ledger's budget check needs none once it knows the admissible step count (issue 43).
 DEFAULT_ACCOUNTANT = "pld"
 
 History = list[tuple[float, float, int]]

@@ -644,11 +644,14 @@ class PrivacyLedger:
         Returns:
             ``True`` if ``epsilon_after(steps, noise_multiplier=...) > target_epsilon``.
 
-        With the RDP and PLD accountants this costs O(1) once the ledger has found the largest
-        admissible number K* of steps at this σ after the same history (a search of about
-        2·log₂ K* compositions, at the second step count checked): ε grows with the number of
-        steps, so ``ε > target`` exactly when the count exceeds K*. A new σ (a noise
-        scheduler) starts a new search; PRV composes at every check.
+        With the RDP and PLD accountants ε grows with the number of steps at σ, so the answer
+        is ``count > K*`` for the largest admissible count K* after the same history: every
+        count composed so far brackets K*, and a count outside the bracket costs O(1). Inside
+        it the extended history is composed (as before; the planned ε of the next step is
+        then already known), unless the last such composition went unread, in which case K*
+        is searched once (about 2·log₂ K* compositions) and every later check at this σ is
+        O(1). A new σ (a noise scheduler) has its own bracket; PRV composes at every check.
+        The answer is always the composed one.
         """
         steps = check_positive_int(steps, "steps")
         sigma = (self._noise_multiplier if noise_multiplier is None
