@@ -8,7 +8,8 @@ dp-accounting's PLD registered with Opacus as ``"pld"``):
    calibrated for ε ∈ {0.5, 1, 2, 4, 8} (δ = 1e-5) under each accountant with its calibration
    time, and the ε each accountant gives at the RDP-calibrated σ.
 2. ``per_step``: the accounting cost of one training step (the budget check before the step,
-   the step, and the proven ε of the step record) over a whole default run.
+   the step, and the proven ε of the step record) over a whole default run, and the budget
+   check's share.
 3. ``pld_discretisation``: the PLD's ε at the product's discretisation interval (about
    1e-3 × ε) and at a ten times finer one, both pessimistic, on the shipped tasks.
 4. ``calibration``: wall-clock time of :func:`calibrate_noise_multiplier` (bisection plus the
@@ -38,18 +39,19 @@ from _common import pyplot, result_name, save_figure, table, write_result  # noq
 # `--help` and argument errors answer without loading them. Module-level names stay None
 # until then.
 calibrate_noise_multiplier = compute_epsilon = confidence_multiplier = None
-epochs_to_steps = PrivacyLedger = pld_epsilon = pld_interval = None
+epochs_to_steps = PrivacyLedger = pld_epsilon = pld_interval = clear_caches = None
 
 
 def _import_heavy() -> None:
     """Import the heavy libraries into this module's namespace (idempotent)."""
     global calibrate_noise_multiplier, compute_epsilon, confidence_multiplier
-    global epochs_to_steps, PrivacyLedger, pld_epsilon, pld_interval
+    global epochs_to_steps, PrivacyLedger, pld_epsilon, pld_interval, clear_caches
     from pennylane_qshiftdp.accountants.calibration import (
         calibrate_noise_multiplier,
         compute_epsilon,
         epochs_to_steps,
     )
+    from pennylane_qshiftdp.accountants.composition import clear_caches
     from pennylane_qshiftdp.accountants.ledger import PrivacyLedger
     from pennylane_qshiftdp.accountants.pld import pld_epsilon, pld_interval
     from pennylane_qshiftdp.credit.shot_noise import confidence_multiplier
@@ -99,7 +101,9 @@ def shipped_task_rows(tasks, epsilons, delta):
 
 def per_step_rows(tasks, epsilon, delta):
     """Accounting seconds per training step of a whole run (as the optimizer drives the
-    ledger: the budget check, the step, the proven ε of the step record)."""
+    ledger: the budget check ``would_exceed`` and ``charge``, then the proven ε of the step
+    record), total and the budget check alone (``ms_check_*``: O(1) once the ledger knows
+    K*, with RDP and PLD; issue 43)."""
     rows = []
     for name, n, batch, epochs in tasks:
         q, steps = _task_schedule(n, batch, epochs)
@@ -107,15 +111,20 @@ def per_step_rows(tasks, epsilon, delta):
         for acc in ACCOUNTANTS:
             sigma = calibrate_noise_multiplier(target_epsilon=epsilon, target_delta=delta,
                                                sample_rate=q, steps=steps, accountant=acc)
+            clear_caches()  # this accountant's run pays what a lone run pays
             ledger = PrivacyLedger(target_epsilon=epsilon, target_delta=delta,
                                    noise_multiplier=sigma, sample_rate=q, sensitivity=1.0,
                                    accountant=acc)
+            check = 0.0
             t0 = time.perf_counter()
             for _ in range(steps):
+                t1 = time.perf_counter()
                 ledger.would_exceed(1, noise_multiplier=sigma)
-                ledger.step(noise_multiplier=sigma, proven_noise_multiplier=sigma)
+                ledger.charge(noise_multiplier=sigma, proven_noise_multiplier=sigma)
+                check += time.perf_counter() - t1
                 _ = ledger.epsilon
             row[f"ms_per_step_{acc}"] = 1e3 * (time.perf_counter() - t0) / steps
+            row[f"ms_check_{acc}"] = 1e3 * check / steps
             row[f"final_epsilon_{acc}"] = ledger.epsilon
         rows.append(row)
     return rows
@@ -278,7 +287,7 @@ def main(argv=None):
                           "seconds_pld", "epsilon_prv_at_rdp_sigma",
                           "epsilon_pld_at_rdp_sigma"]))
     print(table(per_step, ["task", "steps", "ms_per_step_rdp", "ms_per_step_prv",
-                           "ms_per_step_pld"]))
+                           "ms_per_step_pld", "ms_check_rdp", "ms_check_prv", "ms_check_pld"]))
     print(table(discretisation, ["task", "interval", "epsilon_product", "epsilon_finer",
                                  "relative_excess", "seconds_product", "seconds_finer"]))
     print(table(calibration, ["accountant", "epsilon", "sample_rate", "steps", "sigma",

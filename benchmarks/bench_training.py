@@ -35,16 +35,17 @@ from _common import pyplot, result_name, save_figure, table, write_result  # noq
 # `--help` and argument errors answer without loading them. Module-level names stay None
 # until then.
 torch = DPDataLoader = load_dataset = make_private = LinearLoss = QuantumClassifier = None
-ShotRecorder = use_exact_law = resolve_device = TrainConfig = None
+ShotRecorder = use_exact_law = resolve_device = TrainConfig = clear_caches = None
 
 
 def _import_heavy() -> None:
     """Import the heavy libraries into this module's namespace (idempotent)."""
     global torch, DPDataLoader, load_dataset, make_private, LinearLoss, QuantumClassifier
-    global ShotRecorder, use_exact_law, resolve_device, TrainConfig
+    global ShotRecorder, use_exact_law, resolve_device, TrainConfig, clear_caches
     import torch
     from opacus.data_loader import DPDataLoader
 
+    from pennylane_qshiftdp.accountants.composition import clear_caches
     from pennylane_qshiftdp.app.config import TrainConfig
     from pennylane_qshiftdp.app.data import load_dataset
     from pennylane_qshiftdp.app.job import resolve_device
@@ -82,6 +83,7 @@ def run_config(device, shots, credit, *, batch, repeats, n_train, n_qubits=4,
     if shot_sampling == "exact_law":
         use_exact_law(dp_model)
     loader = torch.utils.data.DataLoader(dataset, batch_size=batch)
+    clear_caches()  # this configuration pays its own accounting, as a lone run (issue 43)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         pmodel, opt, dp_loader = make_private(

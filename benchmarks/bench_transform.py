@@ -137,9 +137,14 @@ def _private_step_fn(devname, n_qubits, layers, shots, x, y, seed, exact_law):
     """One private step of make_private's triple on the fixed batch ``(x, y)``."""
     import warnings
 
+    from pennylane_qshiftdp.accountants.composition import clear_caches
     from pennylane_qshiftdp.app.models import QuantumClassifier
     from pennylane_qshiftdp.sampling import use_exact_law
 
+    # Each variant pays its own accounting, as a lone run does (issue 43): the ledger keeps
+    # its compositions and one-step PLDs to itself, and the process-wide one-step caches
+    # (filled by the calibration of the variant built before) are emptied here.
+    clear_caches()
     model = QuantumClassifier(n_qubits, layers, device=devname, shots=shots, seed=seed,
                               init_seed=seed, init_scale=0.3)
     if exact_law:

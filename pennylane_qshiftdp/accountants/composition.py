@@ -35,12 +35,13 @@ from .._validation import (
     check_sample_rate,
     ignoring_warnings,
 )
-from .pld import PLDAccountant, pld_epsilon
+from .pld import PLDAccountant, one_step_cache_clear, pld_epsilon
 
 __all__ = [
     "ACCOUNTANTS",
     "DEFAULT_ACCOUNTANT",
     "check_accountant",
+    "clear_caches",
     "epsilon_from_history",
     "extend_history",
     "make_accountant",
@@ -55,7 +56,8 @@ ACCOUNTANTS: dict[str, type[IAccountant]] = {"rdp": RDPAccountant, "prv": PRVAcc
 
 #: The accountant used when none is named: dp-accounting's PLD (pessimistic). At the same ε
 #: it calibrates 6–9 % less noise than RDP on the shipped tasks, in about the same time
-#: (benchmarks/RESULTS.md §5); its budget check costs tens of milliseconds per step.
+#: (benchmarks/RESULTS.md §5). A composition costs milliseconds to tens of milliseconds; a
+#: ledger's budget check needs none once it knows the admissible step count (issue 43).
 DEFAULT_ACCOUNTANT = "pld"
 
 History = list[tuple[float, float, int]]
@@ -146,17 +148,46 @@ def _unit_rdp(sigma: float, q: float) -> np.ndarray:
     return rdp
 
 
+def clear_caches() -> None:
+    """Empty the process-wide caches of one-step quantities (RDP vectors, one-step PLDs).
+
+    They hold pure functions of (σ, q) (and the PLD interval) and change no ε; clearing them
+    makes the next composition pay what it pays in a fresh process, which a benchmark needs
+    before each variant it times. Compositions of histories are never cached process-wide
+    (a :class:`~pennylane_qshiftdp.accountants.ledger.PrivacyLedger` remembers its own).
+
+    Example:
+        >>> clear_caches()
+        >>> _unit_rdp.cache_info().currsize
+        0
+    """
+    _unit_rdp.cache_clear()
+    one_step_cache_clear()
+
+
 def epsilon_from_history(history, *, delta: float,
-                         accountant: str = DEFAULT_ACCOUNTANT) -> float:
+                         accountant: str = DEFAULT_ACCOUNTANT,
+                         cache: dict | None = None) -> float:
     r"""ε (nats, an upper bound) spent by a history of (σ, q, steps) triples at ``delta``.
 
     ``"pld"`` (the default): dp-accounting's pessimistic privacy loss distributions
-    (:func:`.pld.pld_epsilon`, cached). ``"rdp"``: bit for bit the computation of Opacus's
-    ``RDPAccountant.get_privacy_spent``
+    (:func:`.pld.pld_epsilon`; its one-step distributions kept in ``cache``, a dict of the
+    caller's, or process-wide without one; compositions are not cached). ``"rdp"``: bit for
+    bit the computation of Opacus's ``RDPAccountant.get_privacy_spent``
     (``compute_rdp(..., steps=n)`` is ``compute_rdp(..., steps=1) * n`` and the vectors are
     summed in history order; the conversion to (ε, δ) is Opacus's ``get_privacy_spent``), with
     the per-step vectors cached. ``"prv"``: Opacus's ``PRVAccountant``. An empty history has
     spent ε = 0.
+
+    Args:
+        history: list of ``(σ > 0, q ∈ (0, 1], steps ≥ 1)`` triples.
+        delta: δ ∈ (0, 1).
+        accountant: ``"pld"``, ``"rdp"`` or ``"prv"``.
+        cache: for ``"pld"``, a dict in which the caller keeps its one-step PLDs (``None``:
+            the process-wide cache); ignored by the other accountants. It changes no ε.
+
+    Returns:
+        ε in nats.
 
     Example:
         >>> from opacus.accountants import RDPAccountant
@@ -176,7 +207,8 @@ def epsilon_from_history(history, *, delta: float,
             )
         return float(eps)
     if accountant == "pld":
-        return pld_epsilon([(float(s), float(q), int(n)) for s, q, n in history], delta=delta)
+        return pld_epsilon([(float(s), float(q), int(n)) for s, q, n in history], delta=delta,
+                           cache=cache)
     acct = make_accountant(accountant, history)
     with quiet_opacus():
         return float(acct.get_epsilon(delta=delta))

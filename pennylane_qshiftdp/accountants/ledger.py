@@ -22,6 +22,7 @@ References:
 from __future__ import annotations
 
 import json
+import math
 import os
 import warnings
 from pathlib import Path
@@ -46,6 +47,7 @@ from .composition import (
     make_accountant,
 )
 from .persistence import FORMAT_VERSION, ledger_state, normalise_extra, parse_state, write_atomic
+from .pld import PLD_MAX_STEPS
 from .statement import privacy_statement
 
 __all__ = ["PrivacyLedger", "ADJACENCIES", "CREDIT_MODES", "FORMAT_VERSION",
@@ -59,6 +61,23 @@ SAMPLE_RATE_SOURCES = ("sample_rate", "dataset_size", "dataset_length")
 
 #: Largest number of steps :meth:`PrivacyLedger.remaining_steps` searches (2**40).
 _MAX_SEARCH_STEPS = 2**40
+
+#: Accountants whose ε grows with the number k of steps appended at one (σ, q), so that the
+#: admissible count K* = max{k : ε ≤ target} decides every budget check (see
+#: :meth:`PrivacyLedger.would_exceed`). RDP: k·(RDP of one step) plus the prefix, then Opacus's
+#: conversion, all non-decreasing in floating point. PLD: pessimistic discretisation on an
+#: interval that only grows with k (it follows the history's RDP ε). PRV is left out: Opacus
+#: sizes its grid from the history and its ε is not known to be monotone numerically, so its
+#: checks compose as before.
+_MONOTONE_ACCOUNTANTS = ("rdp", "pld")
+
+#: Above this target ε (nats) the PLD budget check composes at every step: near 700 nats
+#: dp-accounting's conversion to ε overflows and :func:`~.pld.pld_epsilon` substitutes bounds
+#: of neighbouring histories, which need not grow with k.
+_PLD_MONOTONE_MAX_EPSILON = 256.0
+
+#: Compositions a ledger remembers (ε of a history at its δ, by accountant).
+_MEMO_SIZE = 256
 
 
 class PrivacyLedger:
@@ -175,6 +194,17 @@ class PrivacyLedger:
         self._proven: list[tuple[float, float, int]] = []
         self._credited: list[tuple[float, float, int]] = []
         self._eps_cache: tuple[tuple, float] | None = None
+        self._reset_memos()
+
+    def _reset_memos(self) -> None:
+        """Forget this ledger's compositions and admissible step counts (configuration changed)."""
+        self._epsilon_memo: dict[tuple, float] = {}
+        self._one_step_memo: dict = {}  # this ledger's one-step PLDs (pld_epsilon's cache)
+        # (accountant, δ, target, prefix, σ, q) -> (largest admissible tail known, smallest
+        # exceeding tail known or None): brackets K* (see _exceeds)
+        self._bracket: dict[tuple, tuple[int, int | None]] = {}
+        # compositions made by budget checks since the planned ε was last read
+        self._unread_compositions = 0
 
     # ------------------------------------------------------------------ configuration
     def _configure(
@@ -372,20 +402,123 @@ class PrivacyLedger:
         return sum(n for _, _, n in self._acct.history)
 
     def _epsilon_of(self, history, accountant: str | None = None) -> float:
+        """ε of ``history`` at ``target_delta``, composed once per ledger (remembered)."""
         if not history:
             return 0.0
         accountant = self._accountant_name if accountant is None else accountant
-        # The budget check, the step and the proven ε of one step compose the same history
-        # (without a credit mode): remember the last few compositions.
+        # The budget check, the step, the search for K* and the proven ε of a step compose the
+        # same histories: this ledger remembers its last compositions (never another's).
         key = (accountant, self._target_delta, tuple(map(tuple, history)))
-        memo = self.__dict__.setdefault("_epsilon_memo", {})
+        if accountant == self._accountant_name and key[2] == tuple(self._acct.history):
+            self._unread_compositions = 0  # the planned ε is wanted (see _exceeds)
+        memo = self._epsilon_memo
         if key in memo:
             return memo[key]
-        eps = epsilon_from_history(history, delta=self._target_delta, accountant=accountant)
-        if len(memo) >= 8:
+        eps = epsilon_from_history(history, delta=self._target_delta, accountant=accountant,
+                                   cache=self._one_step_memo)
+        if len(memo) >= _MEMO_SIZE:
             memo.pop(next(iter(memo)))
         memo[key] = eps
         return eps
+
+    def _exceeds(self, sigma: float, steps: int) -> bool:
+        """``ε(history + steps at σ) > target``, exactly as composing that history says.
+
+        The history is split into a prefix and a tail of ``n`` steps at (σ, q) (``n = 0`` if its
+        last entry has another σ), so the extended history is the prefix plus ``n + steps``
+        steps at (σ, q). For a monotone accountant (:data:`_MONOTONE_ACCOUNTANTS`) ε grows with
+        the tail, so every tail composed so far brackets the admissible count K* (largest
+        tail with ε ≤ target): a tail at or below an admissible one is admissible, one at or
+        above an exceeding one exceeds, and the answer costs nothing. Inside the bracket the
+        extended history is composed, as before (its ε is then the step record's, free).
+        When a composition made by a check was never read (nobody asks for the planned ε at
+        every step: the optimizer's record reads the proven ε, or nothing does), K* is
+        searched instead (:meth:`_admissible_tail`, about 2·log₂ K* compositions, once per
+        prefix and σ) and every later check of that prefix and σ is O(1). PRV composes every
+        check.
+        """
+        history = self._acct.history
+        q = self._sample_rate
+        if history and history[-1][0] == sigma and history[-1][1] == q:
+            prefix, tail = tuple(history[:-1]), history[-1][2] + steps
+        else:
+            prefix, tail = tuple(history), steps
+        extended = extend_history(history, sigma, q, steps)
+        if not self._monotone():
+            return self._epsilon_of(extended) > self._target_epsilon
+        key = (self._accountant_name, self._target_delta, self._target_epsilon, prefix, sigma, q)
+        lo, hi = self._bracket.get(key, (0, None))
+        if tail <= lo:
+            return False
+        if hi is not None and tail >= hi:
+            return True
+        if self._unread_compositions > 0:  # the last check's ε was not wanted: find K*
+            lo, hi = self._admissible_tail(prefix, sigma, lo, hi, tail)
+            self._set_bracket(key, lo, hi)
+            if tail <= lo:
+                return False
+            if hi is not None and tail >= hi:
+                return True
+        over = self._epsilon_of(extended) > self._target_epsilon
+        self._unread_compositions += 1
+        self._set_bracket(key, lo if over else tail, tail if over else hi)
+        return over
+
+    def _set_bracket(self, key: tuple, lo: int, hi: int | None) -> None:
+        """Remember that tail ``lo`` is admissible and ``hi`` (if known) exceeds, for ``key``."""
+        if key not in self._bracket and len(self._bracket) >= _MEMO_SIZE:
+            self._bracket.pop(next(iter(self._bracket)))
+        self._bracket[key] = (lo, hi)
+
+    def _monotone(self) -> bool:
+        """Whether ε grows with the tail's length for this ledger's accountant and target."""
+        if self._accountant_name not in _MONOTONE_ACCOUNTANTS:
+            return False
+        return self._accountant_name != "pld" or self._target_epsilon <= _PLD_MONOTONE_MAX_EPSILON
+
+    def _admissible_tail(self, prefix: tuple, sigma: float, lo: int, hi: int | None,
+                         start: int) -> tuple[int, int | None]:
+        """Narrow the bracket (``lo`` admissible, ``hi`` exceeding or ``None``) of K* to
+        (K*, K* + 1), K* = max{k ≥ 0 : ε(prefix + k steps at (σ, q)) ≤ target}.
+
+        Galloping up from ``start`` while no exceeding tail is known, then bisection; every ε
+        composed by the accountant (:meth:`_epsilon_of`). K* is verified at both ends (K*
+        admissible, K* + 1 exceeds); monotonicity of ε in k makes it the answer of every
+        budget check of this prefix and σ. The search stops early, leaving a wider bracket
+        (those checks then compose), where monotonicity is not established: no exceeding
+        tail below 2**40 steps, a PLD history longer than :data:`~.pld.PLD_MAX_STEPS` (ε is
+        then RDP's), or a non-finite ε.
+        """
+        q = self._sample_rate
+        limit = _MAX_SEARCH_STEPS
+        if self._accountant_name == "pld":
+            limit = min(limit, PLD_MAX_STEPS - sum(n for _, _, n in prefix))
+
+        def exceeds(k: int) -> bool | None:
+            eps = self._epsilon_of(extend_history(list(prefix), sigma, q, k))
+            return None if not math.isfinite(eps) else eps > self._target_epsilon
+
+        probe = max(int(start), lo + 1)
+        while hi is None:
+            if probe > limit:
+                return lo, hi
+            found = exceeds(probe)
+            if found is None:
+                return lo, hi
+            if found:
+                hi = probe
+            else:
+                lo, probe = probe, 2 * probe
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            found = exceeds(mid)
+            if found is None:
+                return lo, hi
+            if found:
+                hi = mid
+            else:
+                lo = mid
+        return lo, hi
 
     @property
     def planned_epsilon(self) -> float:
@@ -510,9 +643,20 @@ class PrivacyLedger:
 
         Returns:
             ``True`` if ``epsilon_after(steps, noise_multiplier=...) > target_epsilon``.
+
+        With the RDP and PLD accountants ε grows with the number of steps at σ, so the answer
+        is ``count > K*`` for the largest admissible count K* after the same history: every
+        count composed so far brackets K*, and a count outside the bracket costs O(1). Inside
+        it the extended history is composed (as before; the planned ε of the next step is
+        then already known), unless the last such composition went unread, in which case K*
+        is searched once (about 2·log₂ K* compositions) and every later check at this σ is
+        O(1). A new σ (a noise scheduler) has its own bracket; PRV composes at every check.
+        The answer is always the composed one.
         """
         steps = check_positive_int(steps, "steps")
-        return self.epsilon_after(steps, noise_multiplier=noise_multiplier) > self._target_epsilon
+        sigma = (self._noise_multiplier if noise_multiplier is None
+                 else check_positive_float(noise_multiplier, "noise_multiplier"))
+        return self._exceeds(sigma, steps)
 
     def step(self, *, noise_multiplier: float | None = None,
              proven_noise_multiplier: float | None = None,
@@ -531,7 +675,35 @@ class PrivacyLedger:
                 without a credit mode.
 
         Returns:
-            ε of the calibrated plan after the step (nats; see :attr:`planned_epsilon`).
+            ε of the calibrated plan after the step (nats; see :attr:`planned_epsilon`). It is
+            composed for the return value; :meth:`charge` records the same step without it.
+
+        Raises:
+            PrivacyBudgetExceededError: if the step would take the planned ε above
+                ``target_epsilon``; nothing is recorded then.
+            ValueError: for a non-positive σ_t, or a credited σ_t without a credit mode.
+        """
+        self.charge(noise_multiplier=noise_multiplier,
+                    proven_noise_multiplier=proven_noise_multiplier,
+                    credited_noise_multiplier=credited_noise_multiplier)
+        return self.planned_epsilon
+
+    def charge(self, *, noise_multiplier: float | None = None,
+               proven_noise_multiplier: float | None = None,
+               credited_noise_multiplier: float | None = None) -> None:
+        """Record one step, after the budget check, without composing the new ε.
+
+        The same as :meth:`step` (same arguments, same check, same records) except that it
+        returns nothing: the check is :meth:`would_exceed` (O(1) once K* is known), and ε is
+        composed only when asked for (:attr:`epsilon`, :attr:`planned_epsilon`, the
+        statement).
+
+        Args:
+            noise_multiplier: the σ set for this step (default: the calibrated σ).
+            proven_noise_multiplier: σ_t of the Gaussian noise actually added (default: the
+                planned σ).
+            credited_noise_multiplier: with a credit mode, the step's credited σ_t (default:
+                the proven σ_t); refused without a credit mode.
 
         Raises:
             PrivacyBudgetExceededError: if the step would take the planned ε above
@@ -551,9 +723,9 @@ class PrivacyLedger:
                 credited_noise_multiplier, "credited_noise_multiplier"))
         planned = (self._noise_multiplier if noise_multiplier is None
                    else check_positive_float(noise_multiplier, "noise_multiplier"))
-        new_history = extend_history(self._acct.history, planned, self._sample_rate, 1)
-        new_eps = self._epsilon_of(new_history)
-        if new_eps > self._target_epsilon:
+        if self._exceeds(planned, 1):
+            new_eps = self._epsilon_of(
+                extend_history(self._acct.history, planned, self._sample_rate, 1))
             raise PrivacyBudgetExceededError(
                 f"Privacy budget exceeded: step {self.steps + 1} would spend ε = {new_eps:.6g} "
                 f"> target ε = {self._target_epsilon:.6g} (δ = {self._target_delta:g}); "
@@ -564,8 +736,6 @@ class PrivacyLedger:
         self._proven = extend_history(self._proven, proven, self._sample_rate, 1)
         if credited is not None:
             self._credited = extend_history(self._credited, credited, self._sample_rate, 1)
-        self._eps_cache = (tuple(self._acct.history), new_eps)
-        return new_eps
 
     def remaining_steps(self) -> int:
         """How many more steps at (σ, q) fit in the budget.
@@ -632,6 +802,7 @@ class PrivacyLedger:
         self._eps_cache = None
         self._proven_cache = None
         self._credited_cache = None
+        self._reset_memos()
 
     @classmethod
     def from_state_dict(cls, state_dict: dict[str, Any]) -> PrivacyLedger:

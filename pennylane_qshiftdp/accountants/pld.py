@@ -11,7 +11,9 @@ the **pessimistic** estimate (every discretisation rounds the privacy loss up, s
 ε is an upper bound; the connect-the-dots discretisation of Doroshenko et al.,
 arXiv:2207.04380). Nothing of the PLD is written here:
 the one-step distributions are cached per (σ, q) and composed as dp-accounting's own
-``PLDAccountant`` composes them, so both give the same ε (a test checks it).
+``PLDAccountant`` composes them, so both give the same ε (a test checks it). Compositions are
+not cached here: a :class:`~pennylane_qshiftdp.accountants.ledger.PrivacyLedger` remembers its
+own, so one run never gets its ε free from another in the same process.
 
 All ε are in nats.
 
@@ -29,7 +31,8 @@ from typing import Any
 
 from opacus.accountants import IAccountant, create_accountant, register_accountant
 
-__all__ = ["PLDAccountant", "PLD_MAX_STEPS", "PLD_RELATIVE_INTERVAL", "pld_epsilon", "pld_interval"]
+__all__ = ["PLDAccountant", "PLD_MAX_STEPS", "PLD_RELATIVE_INTERVAL", "one_step_cache_clear",
+           "pld_epsilon", "pld_interval"]
 
 #: Discretisation interval of the privacy loss distributions of a history, relative to the
 #: history's RDP ε at δ = min(δ, 1e-5) (a cheap upper bound of the scale of its privacy loss):
@@ -78,9 +81,8 @@ def pld_interval(history, *, delta: float) -> float:
     return min(max(2.0 ** math.floor(math.log2(x)), _MIN_INTERVAL), _MAX_INTERVAL)
 
 
-@functools.lru_cache(maxsize=64)
-def _one_step(sigma: float, q: float, interval: float):
-    """dp-accounting's PLD of one Poisson-subsampled Gaussian step (pessimistic; cached)."""
+def _one_step_pld(sigma: float, q: float, interval: float):
+    """dp-accounting's PLD of one Poisson-subsampled Gaussian step (pessimistic)."""
     from dp_accounting.pld import privacy_loss_distribution as pld
 
     return pld.from_gaussian_mechanism(standard_deviation=sigma, sampling_prob=q,
@@ -88,8 +90,44 @@ def _one_step(sigma: float, q: float, interval: float):
                                        value_discretization_interval=interval)
 
 
+#: One-step PLDs a caller's own cache (``pld_epsilon(..., cache=...)``) keeps.
+_ONE_STEP_CACHE_SIZE = 64
+
+
+@functools.lru_cache(maxsize=_ONE_STEP_CACHE_SIZE)
+def _one_step(sigma: float, q: float, interval: float):
+    """:func:`_one_step_pld`, cached process-wide for callers without a cache of their own.
+
+    A pure function of (σ, q, interval) whose result is never modified (dp-accounting's
+    ``compose`` and ``self_compose`` return new distributions), so the cache changes no ε. A
+    :class:`~pennylane_qshiftdp.accountants.ledger.PrivacyLedger` passes its own cache
+    instead, so no run's cost depends on another's;
+    :func:`~pennylane_qshiftdp.accountants.composition.clear_caches` empties this one.
+    """
+    return _one_step_pld(sigma, q, interval)
+
+
+def _cached_one_step(cache: dict | None, sigma: float, q: float, interval: float):
+    """The one-step PLD from ``cache`` (a caller's dict) or, without one, the shared cache."""
+    if cache is None:
+        return _one_step(sigma, q, interval)
+    key = (sigma, q, interval)
+    if key not in cache:
+        if len(cache) >= _ONE_STEP_CACHE_SIZE:
+            cache.pop(next(iter(cache)))
+        cache[key] = _one_step_pld(sigma, q, interval)
+    return cache[key]
+
+
+def one_step_cache_clear() -> None:
+    """Empty the cache of one-step PLDs (see
+    :func:`~pennylane_qshiftdp.accountants.composition.clear_caches`)."""
+    _one_step.cache_clear()
+
+
 def pld_epsilon(history, *, delta: float,
-                value_discretization_interval: float | None = None) -> float:
+                value_discretization_interval: float | None = None,
+                cache: dict | None = None) -> float:
     r"""ε (nats, an upper bound) of a history of Poisson-subsampled Gaussian steps, by PLD.
 
     For every ``(σ, q, steps)`` triple with q < 1, dp-accounting's pessimistic PLD of one step
@@ -104,6 +142,8 @@ def pld_epsilon(history, *, delta: float,
         delta: δ ∈ (0, 1).
         value_discretization_interval: the PLDs' discretisation interval (nats, > 0);
             ``None``: :func:`pld_interval`, relative to the history's ε.
+        cache: a dict in which the caller keeps its one-step PLDs (a ledger's own), or
+            ``None`` for the process-wide cache. Either gives the same ε.
 
     Returns:
         float: ε at ``delta`` (0 for an empty history). For a history of more than
@@ -128,7 +168,7 @@ def pld_epsilon(history, *, delta: float,
         return epsilon_from_history(key, delta=delta, accountant="rdp")
     interval = (pld_interval(key, delta=delta) if value_discretization_interval is None
                 else float(value_discretization_interval))
-    eps = _composed_epsilon(key, float(delta), interval)
+    eps = _composed_epsilon(key, float(delta), interval, cache)
     if not math.isfinite(eps):
         # dp-accounting 0.6's ε-for-δ overflows where the loss reaches ~709 nats (exp(-loss)
         # underflows): σ = 0.0887, q = 1/9 gives inf at 26 steps, finite at 25 and 27. One
@@ -140,7 +180,7 @@ def pld_epsilon(history, *, delta: float,
         sigma, q, n = key[-1]
         for extra in (1, 2, 3):
             longer = _composed_epsilon(key[:-1] + ((sigma, q, n + extra),), float(delta),
-                                       interval)
+                                       interval, cache)
             if math.isfinite(longer):
                 bounds.append(longer)
                 break
@@ -148,20 +188,19 @@ def pld_epsilon(history, *, delta: float,
     return eps
 
 
-@functools.lru_cache(maxsize=256)
-def _composed_epsilon(history: tuple, delta: float, interval: float) -> float:
-    """:func:`pld_epsilon` of a history (a tuple), cached: a ledger's budget check and the
-    proven ε of the step it admits compose the same history, and audits repeat one plan
-    thousands of times."""
+def _composed_epsilon(history: tuple, delta: float, interval: float,
+                      cache: dict | None = None) -> float:
+    """:func:`pld_epsilon` of a history (a tuple), composed at every call (no process-wide
+    cache: the ledger remembers its own compositions)."""
     from dp_accounting.pld import privacy_loss_distribution as pld
 
     total = pld.identity(value_discretization_interval=interval)
     for sigma, q, n in history:
         if q == 1.0:  # n Gaussian steps are one Gaussian of std σ/√n (as dp-accounting composes
             # GaussianDpEvent): no n-fold convolution of a discretised distribution
-            part = _one_step(sigma / math.sqrt(n), 1.0, interval)
+            part = _cached_one_step(cache, sigma / math.sqrt(n), 1.0, interval)
         else:
-            part = _one_step(sigma, q, interval).self_compose(n)
+            part = _cached_one_step(cache, sigma, q, interval).self_compose(n)
         total = total.compose(part)
     import numpy as np
 

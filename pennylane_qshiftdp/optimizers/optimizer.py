@@ -964,10 +964,10 @@ class QShiftDPOptimizer(DPOptimizer):
         self._is_last_step_skipped = False
         stats = self._step_stats
         if self.ledger is not None:
-            self.ledger.step(noise_multiplier=sigma,
-                             proven_noise_multiplier=stats["proven_noise_multiplier"],
-                             credited_noise_multiplier=(stats["credited_noise_multiplier"]
-                                                        if self.credit != "none" else None))
+            self.ledger.charge(noise_multiplier=sigma,
+                               proven_noise_multiplier=stats["proven_noise_multiplier"],
+                               credited_noise_multiplier=(stats["credited_noise_multiplier"]
+                                                          if self.credit != "none" else None))
         record = StepRecord(
             step=len(self.history) + 1,
             credit_mode=self.credit,
