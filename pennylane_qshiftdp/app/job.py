@@ -594,6 +594,13 @@ def _resume(job: _Job) -> None:
         ledger_state = ckpt["ledger"]
         if diag is not None and diag.get("credited_history") is not None:
             ledger_state = {**ledger_state, "credited_history": diag["credited_history"]}
+        saved_q = ledger_state.get("sample_rate")
+        if saved_q is not None and float(saved_q) != job.facts["sample_rate"]:
+            # check_same_data compared the checkpoint's own record; never record the ledger's
+            # old q for new steps either
+            raise ValueError(f"--resume: the run's ledger samples at q = {float(saved_q):.6g}, "
+                             f"this run's loader at q = {job.facts['sample_rate']:.6g}; resume "
+                             f"with the run's own training data and settings.")
         saved_b = ledger_state.get("expected_batch_size")
         if saved_b is not None and float(saved_b) != float(job.opt.expected_batch_size):
             raise ValueError(f"--resume: the run's ledger divides the noisy sum by b = "

@@ -32,8 +32,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["RESUME_CHECK_FILE", "RESUME_CHECK_FORMAT", "RESUME_CHECK_NOTE", "check_same_data",
-           "data_facts",
-           "keyed_digest", "write_resume_check"]
+           "data_facts", "keyed_digest", "write_resume_check"]
 
 #: The file beside ``checkpoint.pt`` holding the key and the keyed digest of the training rows.
 RESUME_CHECK_FILE = "resume_check.json"
@@ -52,6 +51,8 @@ RESUME_CHECK_NOTE = (
 
 _FIX = ("resume with the run's own training data (and settings), or start a new run in a new "
         "--output-dir")
+_FIX_REFIT = ("the feature map is refitted from the run's training data: restore them at the "
+              "path the run read")
 
 
 def data_facts(data, *, sample_rate: float, expected_batch_size) -> dict:
@@ -201,6 +202,7 @@ def check_same_data(out_dir: Path, ckpt: dict, data, facts: dict, *,
         raise ValueError(f"{what}: cannot check that the training data are the run's: {path} "
                          f"or the checkpoint's `data` record cannot be read (corrupt?): "
                          f"{type(err).__name__}: {err}.") from None
+    fix = _FIX if what.startswith("--resume") else _FIX_REFIT
     names = tuple(getattr(data, "raw_feature_names", ()))
     differ = _public_differences(saved, facts, names)
     if differ:
@@ -208,7 +210,7 @@ def check_same_data(out_dir: Path, ckpt: dict, data, facts: dict, *,
                 if settings_differ else "")
         raise ValueError(f"{what}: the training data differ from the run's: "
                          + "; ".join(differ) + f". The run's ledger accounts for one data set "
-                         f"sampled at one rate: {_FIX}.{also}")
+                         f"sampled at one rate: {fix}.{also}")
     if settings_differ:
         return
     if not hmac.compare_digest(keyed_digest(data, key), digest):
@@ -216,4 +218,4 @@ def check_same_data(out_dir: Path, ckpt: dict, data, facts: dict, *,
             f"{what}: the training data differ from the run's: the same N = "
             f"{facts['n_train']} rows, but their keyed digest (HMAC-SHA256 of the preprocessed "
             f"training rows and labels, {path}) differs from the one recorded when the run "
-            f"started: a row was changed, replaced or reordered. {_FIX[0].upper()}{_FIX[1:]}.")
+            f"started: a row was changed, replaced or reordered. {fix[0].upper()}{fix[1:]}.")
