@@ -170,14 +170,12 @@ def _task(config: TrainConfig, ckpt: dict,
         raise ValueError(f"the run's feature map needs its training data set, which cannot be "
                          f"read again: {err}") from err
     if run_dir is not None and ckpt.get("data") is not None:  # older runs: nothing to check
-        from .resume_check import check_same_data, data_facts
+        from .resume_check import check_same_data, loader_facts
 
-        batch = ckpt["data"].get("expected_batch_size", config.expected_batch_size)
-        rate = (1.0 / math.ceil(data.n_train / float(batch)) if not isinstance(batch, str)
-                else float(ckpt["data"].get("sample_rate", math.nan)))
-        check_same_data(run_dir, ckpt, data, data_facts(data, sample_rate=rate,
-                                                        expected_batch_size=batch),
-                        what="predict (refitting the run's feature map)")
+        check_same_data(run_dir, ckpt, data, loader_facts(data, config.expected_batch_size),
+                        what="predict (refitting the run's feature map)",
+                        fix="the feature map is refitted from the run's training data: restore "
+                            "them at the path the run read")
     from .job import task_record
 
     return task_record(data, config), data.transform

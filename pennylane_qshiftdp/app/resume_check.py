@@ -15,7 +15,9 @@ Two records, written when a run starts:
   beside it (so the digest alone identifies nothing across runs). Being computed from every
   private row it is NOT protected by the guarantee and is not part of the release: it stays in
   the output directory for the operator who holds the data, like ``diagnostics.json``; the
-  ledger, the statement, ``metrics.json`` and the checkpoint never hold it.
+  ledger, the statement, ``metrics.json`` and the checkpoint never hold it. ``qshiftdp
+  predict`` (refitting a standardize_pca feature map) and ``qshiftdp audit --run`` (re-training)
+  read it too.
 
 :func:`check_same_data` compares both with the data read now and refuses, before any step,
 naming what changed.
@@ -26,13 +28,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
 import secrets
 from pathlib import Path
 
 import numpy as np
 
 __all__ = ["RESUME_CHECK_FILE", "RESUME_CHECK_FORMAT", "RESUME_CHECK_NOTE", "check_same_data",
-           "data_facts", "keyed_digest", "write_resume_check"]
+           "data_facts", "keyed_digest", "loader_facts", "write_resume_check"]
 
 #: The file beside ``checkpoint.pt`` holding the key and the keyed digest of the training rows.
 RESUME_CHECK_FILE = "resume_check.json"
@@ -45,14 +48,12 @@ RESUME_CHECK_NOTE = (
     "NOT protected by the privacy guarantee and not part of the release: an HMAC-SHA256 of "
     "every private training row (the preprocessed features and labels the mechanism consumes) "
     "under the random key stored here; whoever holds this file can test whether a guessed data "
-    "set is the one trained on. qshiftdp train --resume (and qshiftdp predict, where it reads "
-    "the training data again) use it to refuse other data at the same path. Keep it with the "
-    "data; do not publish it.")
+    "set is the one trained on. qshiftdp train --resume (and qshiftdp predict and audit, where "
+    "they read the training data again) use it to refuse other data at the same path. Keep it "
+    "with the data; do not publish it.")
 
 _FIX = ("resume with the run's own training data (and settings), or start a new run in a new "
         "--output-dir")
-_FIX_REFIT = ("the feature map is refitted from the run's training data: restore them at the "
-              "path the run read")
 
 
 def data_facts(data, *, sample_rate: float, expected_batch_size) -> dict:
@@ -79,6 +80,21 @@ def data_facts(data, *, sample_rate: float, expected_batch_size) -> dict:
                                     else float(expected_batch_size)),
             "feature_ranges": [[float(v) for v in r] for r in data.feature_ranges],
             "preprocessing": str(data.preprocessing)}
+
+
+def loader_facts(data, expected_batch_size) -> dict:
+    """:func:`data_facts` of ``data`` sampled as ``qshiftdp train`` samples it, q = 1/ceil(N/B)
+    (for a reader that re-reads a run's data without building its loader).
+
+    Example:
+        >>> class D:
+        ...     y_train, feature_ranges, preprocessing = [1.0] * 60, (), "fixed"
+        >>> loader_facts(D(), 60)["sample_rate"]
+        1.0
+    """
+    n = len(data.y_train)
+    rate = 1.0 / math.ceil(n / float(expected_batch_size)) if n else math.nan
+    return data_facts(data, sample_rate=rate, expected_batch_size=expected_batch_size)
 
 
 def keyed_digest(data, key: bytes) -> str:
@@ -156,7 +172,7 @@ def _public_differences(saved: dict, now: dict, names) -> list[str]:
 
 
 def check_same_data(out_dir: Path, ckpt: dict, data, facts: dict, *,
-                    settings_differ=(), what: str = "--resume") -> None:
+                    settings_differ=(), what: str = "--resume", fix: str | None = None) -> None:
     """Refuse training data (or their sampling) other than the run's, naming what changed.
 
     Compared in order: the public facts of the checkpoint's ``data`` (N, q, B, the declared
@@ -174,6 +190,8 @@ def check_same_data(out_dir: Path, ckpt: dict, data, facts: dict, *,
         settings_differ: the caller's sentences naming the settings that differ (added to a
             refusal of the public facts).
         what: the command named in the message.
+        fix: what the message advises (default: resume with the run's own data, or start a new
+            run).
 
     Raises:
         ValueError: the data, N, q, B, ranges or preprocessing differ, or the run's records of
@@ -202,7 +220,7 @@ def check_same_data(out_dir: Path, ckpt: dict, data, facts: dict, *,
         raise ValueError(f"{what}: cannot check that the training data are the run's: {path} "
                          f"or the checkpoint's `data` record cannot be read (corrupt?): "
                          f"{type(err).__name__}: {err}.") from None
-    fix = _FIX if what.startswith("--resume") else _FIX_REFIT
+    fix = _FIX if fix is None else fix
     names = tuple(getattr(data, "raw_feature_names", ()))
     differ = _public_differences(saved, facts, names)
     if differ:

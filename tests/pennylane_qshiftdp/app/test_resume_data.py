@@ -231,3 +231,19 @@ def test_a_ledger_at_another_rate_is_refused_even_when_the_data_record_matches(i
             "--resume: the run's ledger samples at q = 0.25, this run's loader at q = 0.5; "
             "resume with the run's own training data and settings.")):
         _train(_config(path, out), resume=True)
+
+
+def test_audit_reruns_only_on_the_runs_own_data(tmp_path):
+    """qshiftdp audit --run re-trains on the data at the run's path: checked like a resume
+    (refused before the re-run trains anything)."""
+    from pennylane_qshiftdp.app.audit_run import _read_run
+
+    path, out = tmp_path / "d.csv", tmp_path / "run"
+    _write_csv(path)
+    _train(_config(path, out, epochs=1))
+    assert _read_run(out)[0].csv_path == str(path)  # the same data: accepted
+    _write_csv(path, edit=(0, 0.123456))
+    with pytest.raises(ValueError, match=re.escape(
+            "--run: the training data differ from the run's: the same N = 120 rows, but their "
+            "keyed digest")):
+        _read_run(out)
