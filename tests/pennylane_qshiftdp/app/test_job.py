@@ -501,7 +501,9 @@ def test_diagnostics_are_separate_marked_and_differ_between_neighbours(monkeypat
     n = diag["summary"]["per_example_gradients"]
     assert (f"Diagnostic (NOT protected, computed from the private batches): 0 of {n} "
             f"per-example gradients exceeded the certified bound and were clipped.") in r.statement
-    assert f"({r.credited_epsilon:.6g}, 0.00101)" in r.statement
+    from pennylane_qshiftdp._formatting import format_up
+
+    assert f"({format_up(r.credited_epsilon)}, 0.00101)" in r.statement  # rounded up
     # the diagnostics differ between the neighbours (what the default outputs must not hold)
     d2 = json.loads((tmp_path / "D2" / "diagnostics.json").read_text())
     changed = {p[-1] for p in _differing(dict(_leaves(diag)), dict(_leaves(d2)))}
@@ -513,7 +515,10 @@ def test_default_statement_withholds_data_dependent_numbers(tmp_path):
                       output_dir=str(tmp_path))
     r = train(cfg, progress=False)
     assert r.diagnostics is None and "ε withheld" in r.statement
+    from pennylane_qshiftdp._formatting import format_up
+
     assert f"{r.credited_epsilon:.6g}" not in r.statement
+    assert format_up(r.credited_epsilon) not in r.statement  # as it would be printed
     assert "Certified clip: a clip that binds means" in r.statement
     assert "Diagnostics (NOT protected" not in r.statement
     assert not (tmp_path / "diagnostics.json").exists()
