@@ -102,9 +102,14 @@ def _fmt_eps(x: float) -> str:
         return "inf"
     if x == 0:
         return "0"
+    from decimal import ROUND_CEILING, Decimal, localcontext
+
     decimals = max(0, 5 - math.floor(math.log10(abs(x))))
-    scale = 10.0 ** decimals
-    return f"{math.ceil(round(x * scale, 6)) / scale:.{decimals}f}"
+    with localcontext() as ctx:  # the float's shortest decimal, rounded up exactly (rounding
+        ctx.prec = 400  # x·10^k to 6 decimals first, as before, could drop a tiny excess)
+        r = Decimal(repr(float(x))).quantize(Decimal(1).scaleb(-decimals),
+                                             rounding=ROUND_CEILING)
+    return f"{r:.{decimals}f}"
 
 
 def _certify(ns, out) -> None:
@@ -125,8 +130,10 @@ def _certify(ns, out) -> None:
             efn = qldp_epsilon if notion == "qldp" else qprldp_epsilon
             smallest.append(f"{cert.notion} {_fmt_eps(efn(ch, delta=ns.delta))}")
     if smallest:
-        blocks.append(f"Smallest certified epsilon at delta = {ns.delta:.6g} (nats, rounded "
-                      f"up): " + ", ".join(smallest))
+        from ._formatting import format_bound
+
+        blocks.append(f"Smallest certified epsilon at delta = {format_bound(ns.delta, up=True)} "
+                      f"(nats, rounded up): " + ", ".join(smallest))
     if ns.save_witness:
         import numpy as np
 

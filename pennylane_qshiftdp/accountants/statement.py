@@ -13,6 +13,8 @@ from typing import Any
 
 import opacus
 
+from .._formatting import format_up
+
 __all__ = ["privacy_statement"]
 
 _ACCOUNTANT_NAMES = {
@@ -30,8 +32,21 @@ _SHORT_NAMES = {"rdp": "RDP", "prv": "PRV", "pld": "PLD"}
 
 
 def _fmt(x: float) -> str:
-    """Compact, round-trip-safe enough number formatting for statements."""
+    """Compact, round-trip-safe enough number formatting for statements (descriptions: σ, Δ,
+    q, b, the target; the privacy parameters claimed are printed with :func:`_up`)."""
     return f"{x:.6g}"
+
+
+def _up(x: float, *more: float) -> str:
+    """An ε, δ or β claimed (or δ + β from its terms): 6 significant digits rounded up, so the
+    printed number is never below the value (:func:`~pennylane_qshiftdp._formatting.format_up`).
+    """
+    return format_up(x, *more)
+
+
+def _total_delta(ledger) -> str:
+    """δ + β of the credited claim, summed from the two parameters' decimals."""
+    return _up(ledger.target_delta, ledger.beta) if ledger.beta else _up(ledger.total_delta)
 
 
 def privacy_statement(ledger, *, diagnostics: dict[str, Any] | None = None) -> str:
@@ -90,14 +105,14 @@ def privacy_statement(ledger, *, diagnostics: dict[str, Any] | None = None) -> s
                  "so far.")
     if ledger.credit_mode != "none":
         beta_text = (
-            f", with β = {ledger.beta:g} the probability that the adaptive shot-noise "
+            f", with β = {_up(ledger.beta)} the probability that the adaptive shot-noise "
             f"variance bound fails at any step of the run" if ledger.beta > 0 else ""
         )
         label = "(ε, δ + β)" if ledger.beta > 0 else "(ε, δ)"
         if credited is None:
             lines.append(
                 f"Credited Q-ShiftDP guarantee (an APPROXIMATION, not proven): {label} = "
-                f"(ε withheld, {_fmt(ledger.total_delta)}) if the credited shot noise acted "
+                f"(ε withheld, {_total_delta(ledger)}) if the credited shot noise acted "
                 f"as Gaussian noise{beta_text}. Its ε is computed from the private batches' "
                 f"shot statistics, so it is itself NOT protected and is not shown; pass "
                 f"diagnostics (`qshiftdp train --diagnostics`) to release it, marked as "
@@ -106,7 +121,7 @@ def privacy_statement(ledger, *, diagnostics: dict[str, Any] | None = None) -> s
         else:
             lines.append(
                 f"Credited Q-ShiftDP guarantee (an APPROXIMATION, not proven): {label} = "
-                f"({_fmt(credited)}, {_fmt(ledger.total_delta)}) if the credited shot noise "
+                f"({_up(credited)}, {_total_delta(ledger)}) if the credited shot noise "
                 f"acted as Gaussian noise{beta_text} (target ε = "
                 f"{_fmt(ledger.target_epsilon)}); this ε is a diagnostic computed from the "
                 f"private batches, NOT protected by the guarantee."
@@ -277,7 +292,7 @@ def _accountant_text(ledger) -> str:
         beside = {k: v for k, v in ledger.epsilons.items() if k != ledger.accountant}
         if beside:
             text += (" On the same proven history: " + ", ".join(
-                f"{_SHORT_NAMES[k]} ε = {_fmt(v)}" for k, v in beside.items())
+                f"{_SHORT_NAMES[k]} ε = {_up(v)}" for k, v in beside.items())
                 + f" (each an upper bound; the guarantee and the budget use "
                 f"{_SHORT_NAMES[ledger.accountant]}).")
     return text
@@ -285,12 +300,12 @@ def _accountant_text(ledger) -> str:
 
 def _coverage_text(ledger, diagnostics) -> str:
     """The statement's first line: the guarantee, what it covers and what it does not."""
-    eps = _fmt(ledger.epsilon)
+    eps = _up(ledger.epsilon)
     if ledger.credit_mode == "none":
-        head = (f"Guarantee: (ε, δ) = ({eps}, {ledger.target_delta:g})-differential privacy "
+        head = (f"Guarantee: (ε, δ) = ({eps}, {_up(ledger.target_delta)})-differential privacy "
                 f"(ε in nats; target ε = {_fmt(ledger.target_epsilon)})")
     else:
-        head = (f"Proven guarantee: (ε, δ) = ({eps}, {ledger.target_delta:g})-differential "
+        head = (f"Proven guarantee: (ε, δ) = ({eps}, {_up(ledger.target_delta)})-differential "
                 f"privacy (ε in nats), from the Gaussian noise actually added at each step "
                 f"(no assumption on shot noise)")
     adj = "add/remove-one" if ledger.adjacency == "add_remove" else "replace-one"
@@ -389,12 +404,12 @@ def _credit_text(ledger) -> str:
             f"lower confidence bound on the batch's shot variance (Hoeffding/Bernstein on the "
             f"sample variances, valid at every shot count), floored at {floor_text}; the "
             f"bound fails "
-            f"with probability at most β = {ledger.beta:g} over the whole run (union bound "
+            f"with probability at most β = {_up(ledger.beta)} over the whole run (union bound "
             f"over steps and coordinates), hence δ + β." + common
         )
     return (
         f"isotropic (the Q-ShiftDP paper's variant). The adaptive lower confidence bound "
-        f"(failure probability at most β = {ledger.beta:g} over the run, hence δ + β), "
+        f"(failure probability at most β = {_up(ledger.beta)} over the run, hence δ + β), "
         f"floored at {floor_text}; its minimum over coordinates is credited on every "
         f"coordinate (single noise level σ_B²)." + common
     )

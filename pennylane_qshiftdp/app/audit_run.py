@@ -88,9 +88,35 @@ def _read_run(run_dir: Path):
     if not math.isfinite(config.epsilon):
         raise ValueError(f"--run {run_dir} is a non-private run (--epsilon inf): nothing to "
                          f"audit.")
+    if ckpt.get("data") is not None:  # older runs recorded nothing to check
+        _check_run_data(run_dir, ckpt, config)
     delta = float(config.delta) + (float(config.beta)
                                    if config.credit in ("adaptive", "isotropic") else 0.0)
     return config, float(ledger.epsilon), delta
+
+
+def _check_run_data(run_dir: Path, ckpt: dict, config) -> None:
+    """The re-run trains on the data at the run's path: refuse them unless they are the run's
+    (N, q, ranges, preprocessing and the keyed digest, as ``--resume`` checks)."""
+    from .data import load_dataset
+    from .defaults import feature_count, resolve_model
+    from .resume_check import check_same_data, loader_facts
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the run stated them when it trained
+            data = load_dataset(config.dataset,
+                                n_features=feature_count(config, resolve_model(config)),
+                                seed=config.seed, test_size=config.test_size,
+                                preprocessing=config.preprocessing, csv_path=config.csv_path,
+                                label_column=config.label_column, classes=config.classes,
+                                feature_range=config.feature_range)
+    except ValueError as err:
+        raise ValueError(f"--run: the audit re-runs the run on its training data, which cannot "
+                         f"be read again: {err}") from None
+    check_same_data(run_dir, ckpt, data, loader_facts(data, config.expected_batch_size),
+                    what="--run", fix="the audit re-runs the run on its own training data: "
+                                      "restore them at the path the run read")
 
 
 #: The default canary count caps the other canaries' interference at about 2 standard

@@ -638,9 +638,12 @@ def _run_noise(args) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
+    from .._formatting import format_up
+
     print(f"noise multiplier sigma = {sigma:.6g}")
-    print(
-        f"  spends epsilon = {eps:.6g} <= target {args.epsilon:g} (nats) at delta = {args.delta:g}"
+    print(  # ε and δ rounded up: never printed below the value
+        f"  spends epsilon = {format_up(eps)} <= target {args.epsilon:g} (nats) at delta = "
+        f"{format_up(args.delta)}"
     )
     batch = ""
     if args.dataset_size is not None:
@@ -707,7 +710,9 @@ def _run_epsilon(args) -> int:
             )
         )
         return 0
-    print(f"epsilon = {eps:.6g} (nats) at delta = {args.delta:g}")
+    from .._formatting import format_up
+
+    print(f"epsilon = {format_up(eps)} (nats) at delta = {format_up(args.delta)}")
     print(
         f"  noise multiplier sigma = {args.noise_multiplier:g}, sample rate q = "
         f"{args.sample_rate:g}, steps = {args.steps}, accountant = {args.accountant}"
@@ -823,7 +828,9 @@ def _run_audit_run(args) -> int:
     else:
         print(str(r))
         rate = "n/a (no step ran)" if r.sample_rate is None else f"{r.sample_rate:.4g}"
-        print(f"  δ = {r.delta:g}; {r.steps} steps at q = {rate}; "
+        from .._formatting import format_up
+
+        print(f"  δ = {format_up(r.delta)}; {r.steps} steps at q = {rate}; "
               f"{r.parameters} parameters ({r.layers} {r.directions} layer(s) of canary "
               f"directions); "
               f"canaries sampled {r.canaries_sampled} times")

@@ -47,6 +47,7 @@ from .outputs import (
 )
 from .plan import Plan, check_plan, probe_step_seconds, steps_left
 from .records import PUBLIC_EPOCH_FIELDS, public_record
+from .resume_check import check_same_data, data_facts, write_resume_check
 
 __all__ = ["COST_NOTE", "TrainConfig", "TrainResult", "TrainingInterrupted", "device_options",
            "dry_run", "make_loss", "train"]
@@ -351,6 +352,7 @@ class _Job:
     eval_device: str | None = None
     estimate: object = None  # the cost plan (cost.CostEstimate)
     meter: object = None  # the measured cost (cost.CostMeter)
+    facts: dict | None = None  # N, q, B, ranges, preprocessing (resume_check.data_facts)
 
     @property
     def ledger(self):
@@ -575,7 +577,11 @@ def _open_output_dir(job: _Job, resume: bool) -> None:
 
 def _resume(job: _Job) -> None:
     """Restore the model, optimizer, ledger and records of an interrupted run."""
-    ckpt, diag = read_checkpoint(job.out_dir, job.config)
+    def check_data(ckpt, settings_differ):  # before anything is restored or trained
+        check_same_data(job.out_dir, ckpt, job.data, job.facts,
+                        settings_differ=settings_differ)
+
+    ckpt, diag = read_checkpoint(job.out_dir, job.config, check_data)
     job.model.load_state_dict(ckpt["model"])
     job.records = [public_record(r) for r in ckpt["step_records"]]
     job.metrics = [public_record(m, PUBLIC_EPOCH_FIELDS) for m in ckpt["metrics"]]
@@ -588,6 +594,13 @@ def _resume(job: _Job) -> None:
         ledger_state = ckpt["ledger"]
         if diag is not None and diag.get("credited_history") is not None:
             ledger_state = {**ledger_state, "credited_history": diag["credited_history"]}
+        saved_q = ledger_state.get("sample_rate")
+        if saved_q is not None and float(saved_q) != job.facts["sample_rate"]:
+            # check_same_data compared the checkpoint's own record; never record the ledger's
+            # old q for new steps either
+            raise ValueError(f"--resume: the run's ledger samples at q = {float(saved_q):.6g}, "
+                             f"this run's loader at q = {job.facts['sample_rate']:.6g}; resume "
+                             f"with the run's own training data and settings.")
         saved_b = ledger_state.get("expected_batch_size")
         if saved_b is not None and float(saved_b) != float(job.opt.expected_batch_size):
             raise ValueError(f"--resume: the run's ledger divides the noisy sum by b = "
@@ -731,7 +744,7 @@ def _run_epochs(job: _Job, last: int, progress: bool, x_test, y_test) -> None:
                                  sgd=job.sgd, opt=job.opt if job.private else None,
                                  metrics=job.metrics, records=job.records,
                                  step_in_epoch=job.step_in_epoch, rngs=_rng_states(job, dev),
-                                 task=task_record(job.data, config))
+                                 task=task_record(job.data, config), data=job.facts)
             break
         job.eval_model.load_state_dict(job.model.state_dict())
         acc, balanced, test_loss = evaluate(job.eval_model, x_test, y_test, job.loss_fn)
@@ -749,7 +762,7 @@ def _run_epochs(job: _Job, last: int, progress: bool, x_test, y_test) -> None:
             write_checkpoint(job.out_dir, config=config, epoch=epoch + 1, model=job.model,
                              sgd=job.sgd, opt=job.opt if job.private else None,
                              metrics=job.metrics, records=job.records,
-                             task=task_record(job.data, config))
+                             task=task_record(job.data, config), data=job.facts)
         if job.out_dir is not None and config.diagnostics:
             write_json(job.out_dir / "diagnostics.json", diagnostics_document(
                 job.metrics, job.records, ledger, job.data))
@@ -1006,10 +1019,14 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
     job.estimate = _plan(job, loader, probe=False)  # before any circuit runs
     job.meter = CostMeter(job.model, job.estimate.layers)
     _make_private(job, loader, private_hook)
+    job.facts = data_facts(data, sample_rate=job.train_loader.sample_rate,
+                           expected_batch_size=config.expected_batch_size)
     last = config.epochs if stop_after_epochs is None else min(config.epochs, stop_after_epochs)
     if not resume and not skip_plan_check:
         _check_plan(job, last)  # before the output directory is created
     _open_output_dir(job, resume)
+    if job.out_dir is not None and not resume:  # the keyed digest of the rows (NOT protected)
+        write_resume_check(job.out_dir, data)
     if resume:
         _resume(job)
         if not skip_plan_check:

@@ -79,7 +79,8 @@ def diagnostics_document(metrics, records, ledger, data, summary=None) -> dict:
 
 
 def write_checkpoint(out_dir: Path, *, config, epoch, model, sgd, opt, metrics, records,
-                     step_in_epoch: int = 0, rngs: dict | None = None, task: dict | None = None):
+                     step_in_epoch: int = 0, rngs: dict | None = None, task: dict | None = None,
+                     data: dict | None = None):
     """``checkpoint.pt``: tensors and built-in containers only, nothing from the private batches.
 
     The model and optimizer state (functions of the released noisy gradients), the public
@@ -91,8 +92,10 @@ def write_checkpoint(out_dir: Path, *, config, epoch, model, sgd, opt, metrics, 
     seeds' continuations), so that a resumed run takes exactly the remaining steps. ``task``
     is what :func:`~.predict.load_run` needs to read new data (the data set's name, raw column
     names, classes, declared feature ranges: public settings, or the label set a run without
-    declared classes read and stated). Written to a temporary file, then renamed: an
-    interruption never leaves half a checkpoint.
+    declared classes read and stated). ``data`` is :func:`~.resume_check.data_facts`: N, q, the
+    public batch size B, the declared ranges and the preprocessing's description (public; the
+    keyed digest of the rows a resume also checks is in ``resume_check.json``, never here).
+    Written to a temporary file, then renamed: an interruption never leaves half a checkpoint.
     """
     path = out_dir / "checkpoint.pt"
     tmp = path.with_name(path.name + ".tmp")
@@ -108,7 +111,8 @@ def write_checkpoint(out_dir: Path, *, config, epoch, model, sgd, opt, metrics, 
                 # the running sums of the released noisy sums (DP releases; the diagnosis)
                 "released_running": (opt.running_release_state() if opt is not None
                                      else None),
-                "step_in_epoch": int(step_in_epoch), "rngs": rngs, "task": task}, tmp)
+                "step_in_epoch": int(step_in_epoch), "rngs": rngs, "task": task,
+                "data": data}, tmp)
     os.replace(tmp, path)
 
 
@@ -147,8 +151,11 @@ def load_checkpoint(path: Path, *, what: str = "the run") -> dict:
     return ckpt
 
 
-def read_checkpoint(out_dir: Path | None, config) -> tuple[dict, dict | None]:
+def read_checkpoint(out_dir: Path | None, config, check_data=None) -> tuple[dict, dict | None]:
     """Load ``checkpoint.pt`` with ``weights_only=True`` and check it matches ``config``.
+
+    ``check_data(ckpt, settings_differ)``, if given, is called before the settings are
+    compared (:func:`~.resume_check.check_same_data`: the training data must be the run's).
 
     Returns:
         tuple: the checkpoint and, with ``config.diagnostics``, ``diagnostics.json``.
@@ -156,7 +163,8 @@ def read_checkpoint(out_dir: Path | None, config) -> tuple[dict, dict | None]:
     Raises:
         ValueError: no checkpoint; a checkpoint holding anything but tensors and built-in
             containers (a pickled object could run code: refused, never executed); an
-            unreadable one; settings that differ from the interrupted run.
+            unreadable one; settings that differ from the interrupted run; whatever
+            ``check_data`` raises.
     """
     path = None if out_dir is None else out_dir / "checkpoint.pt"
     if path is None or not path.exists():
@@ -167,6 +175,8 @@ def read_checkpoint(out_dir: Path | None, config) -> tuple[dict, dict | None]:
     differ = [f"{flag_name(k)}: {saved.get(k)!r} (interrupted run) vs "
               f"{now.get(k)!r} (now)" for k in sorted(set(saved) | set(now))
               if saved.get(k) != now.get(k) and k != "output_dir"]  # a moved run resumes
+    if check_data is not None:
+        check_data(ckpt, differ)
     if differ:
         raise ValueError("--resume needs the same settings as the interrupted run; these "
                          "differ: " + "; ".join(differ) + ".")

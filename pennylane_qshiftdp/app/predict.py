@@ -148,8 +148,13 @@ def _read_rows(path) -> tuple[list[list[str]], list[str]]:
     return rows[1:], header
 
 
-def _task(config: TrainConfig, ckpt: dict) -> tuple[dict, Callable | None]:
-    """The checkpoint's task record, and for standardize_pca the refitted feature map."""
+def _task(config: TrainConfig, ckpt: dict,
+          run_dir: Path | None = None) -> tuple[dict, Callable | None]:
+    """The checkpoint's task record, and for standardize_pca the refitted feature map.
+
+    The refit reads the training data again from the run's path: when the run recorded which
+    data it trained on (:mod:`.resume_check`), data that differ are refused, as on resume.
+    """
     task = ckpt.get("task")
     if task is not None and config.preprocessing == "fixed":
         return task, None
@@ -164,6 +169,13 @@ def _task(config: TrainConfig, ckpt: dict) -> tuple[dict, Callable | None]:
     except ValueError as err:
         raise ValueError(f"the run's feature map needs its training data set, which cannot be "
                          f"read again: {err}") from err
+    if run_dir is not None and ckpt.get("data") is not None:  # older runs: nothing to check
+        from .resume_check import check_same_data, loader_facts
+
+        check_same_data(run_dir, ckpt, data, loader_facts(data, config.expected_batch_size),
+                        what="predict (refitting the run's feature map)",
+                        fix="the feature map is refitted from the run's training data: restore "
+                            "them at the path the run read")
     from .job import task_record
 
     return task_record(data, config), data.transform
@@ -206,7 +218,7 @@ def load_run(run_dir: str | os.PathLike) -> RunModel:
         value = getattr(config, key)
         if isinstance(value, list):
             setattr(config, key, tuple(tuple(v) if isinstance(v, list) else v for v in value))
-    task, transform = _task(config, ckpt)
+    task, transform = _task(config, ckpt, Path(run_dir))
     if transform is None:
         transform = fixed_feature_map(task["dataset"], task["n_features"],
                                       task["feature_ranges"])

@@ -3,8 +3,9 @@ r"""The one-line privacy summary that ends every ``qshiftdp train`` run.
 The full privacy statement (what is protected, sampling, mechanism, accountant, assumptions,
 provenance) is written to ``privacy_statement.txt`` in the run directory; the last line a
 person reads on the console is :func:`summary_line`: ε, δ, adjacency, accountant, whether the
-numbers are proven or credited, the steps taken and where the statement is. ε is rounded *up*
-(an upper bound stays an upper bound when printed).
+numbers are proven or credited, the steps taken and where the statement is. ε and δ are rounded
+*up* (an upper bound stays an upper bound when printed: the printed number, read back, is never
+below the value; :mod:`pennylane_qshiftdp._formatting`).
 """
 
 from __future__ import annotations
@@ -22,17 +23,21 @@ _ADJACENCY = {"add_remove": "add/remove-one adjacency", "replace_one": "replace-
 
 
 def format_epsilon(epsilon: float, digits: int = 4) -> str:
-    """ε in nats with ``digits`` decimals, rounded up (``inf`` for ∞).
+    """ε in nats with ``digits`` decimals, rounded up (``inf`` for ∞): the decimal rounded is
+    the float's shortest representation, so ``float(result) >= epsilon`` always (rounding
+    ``ε·10^digits`` to 6 decimals first, as before, printed 0.99300000004 as 0.9930).
 
     Example:
         >>> format_epsilon(0.99301), format_epsilon(1.0), format_epsilon(math.inf)
         ('0.9931', '1.0000', 'inf')
+        >>> format_epsilon(0.99300000004)
+        '0.9931'
     """
+    from .._formatting import format_fixed_up
+
     if math.isinf(epsilon):
         return "inf"
-    scale = 10 ** digits
-    # round(…, 6) first: a value that is an exact decimal up to float error is not bumped
-    return f"{math.ceil(round(epsilon * scale, 6)) / scale:.{digits}f}"
+    return format_fixed_up(epsilon, digits)
 
 
 def summary_line(*, epsilon: float, delta: float, adjacency: str, accountant: str, steps: int,
@@ -68,9 +73,11 @@ def summary_line(*, epsilon: float, delta: float, adjacency: str, accountant: st
     if math.isinf(epsilon):
         return ("privacy: none (--epsilon inf: a non-private baseline, no differential-privacy "
                 "guarantee)" + where)
-    claim = f"(ε = {format_epsilon(epsilon)}, δ = {delta:g}) proven"
+    from .._formatting import format_up
+
+    claim = f"(ε = {format_epsilon(epsilon)}, δ = {format_up(delta)}) proven"
     if credit != "none":
-        total = f"δ + β = {delta + beta:g}" if beta else f"δ = {delta:g}"
+        total = f"δ + β = {format_up(delta, beta)}" if beta else f"δ = {format_up(delta)}"
         if credited_epsilon is None:
             claim += (f"; credited ({credit}) ε withheld ({total}; --diagnostics releases it, "
                       f"NOT protected)")

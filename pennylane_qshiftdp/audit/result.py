@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .._formatting import format_fixed_down, format_fixed_up, format_up
 from .statistics import (
     GDPBound,
     ScoreBound,
@@ -174,17 +175,21 @@ class AuditResult:
         head = f"{self.label}: "
         if self.refused:
             return head + f"refused ({self.message})"
-        beta = f" + β {self.beta:g}" if self.beta else ""
-        per = ", ".join(f"{k} {b.epsilon_lower_bound:.3f}" for k, b in self.bounds.items())
-        est = ", ".join(f"{k} {v:.3f}" for k, v in self.estimator_bounds.items())
+        # claims (ε, δ, β) rounded up, the audited lower bounds down: never printed past
+        # what they are
+        beta = f" + β {format_up(self.beta)}" if self.beta else ""
+        per = ", ".join(f"{k} {format_fixed_down(b.epsilon_lower_bound)}"
+                        for k, b in self.bounds.items())
+        est = ", ".join(f"{k} {format_fixed_down(v)}" for k, v in self.estimator_bounds.items())
         ceil = ", ".join(f"{k} {v:.2f}" for k, v in self.ceilings.items())
-        credited = (f", {self.credited_epsilon:.3f} credited"
+        credited = (f", {format_fixed_up(self.credited_epsilon, 3)} credited"
                     if self.credited_epsilon is not None else "")
-        claim = (f"{self.claimed_epsilon:.3f} proven" if self.claimed_epsilon is not None
-                 else "none")
+        claim = (f"{format_fixed_up(self.claimed_epsilon, 3)} proven"
+                 if self.claimed_epsilon is not None else "none")
         found = "".join(f" FINDING: {f}" for f in self.findings)
-        return (f"{head}claimed ε = {claim}{credited} (δ = {self.delta:g}{beta}); audited "
-                f"ε ≥ {self.epsilon_lower_bound:.3f} (per score {per}; per estimator {est}) "
+        return (f"{head}claimed ε = {claim}{credited} (δ = {format_up(self.delta)}{beta}); "
+                f"audited ε ≥ {format_fixed_down(self.epsilon_lower_bound)} (per score {per}; "
+                f"per estimator {est}) "
                 f"from {self.trials} trials per world at {self.confidence:.0%}; CEILING "
                 f"(largest certifiable ε) {ceil}: {self.verdict} [{self.seconds:.1f} s]"
                 f"{found}")

@@ -43,6 +43,7 @@ import numpy as np
 import torch
 from numpy.typing import ArrayLike
 
+from .._formatting import format_fixed_down
 from .._validation import check_delta, check_epsilon, check_positive_int, check_probability
 from ..accountants.calibration import DEFAULT_ACCOUNTANT, calibrate_noise_multiplier
 from ..accountants.ledger import PrivacyLedger
@@ -512,8 +513,9 @@ class OneRunResult(dict):
     def __str__(self) -> str:
         return (f"{self['label']} (one run, {self['canaries']} canaries, {self['steps']} "
                 f"steps): claimed ε = {self['claimed_epsilon']}; audited ε ≥ "
-                f"{self['epsilon_lower_bound']:.3f} at {self['confidence']:.0%}; CEILING "
-                f"{self['ceiling']:.2f}: {self['verdict']} [{self['seconds']:.1f} s]")
+                f"{format_fixed_down(self['epsilon_lower_bound'])} at "
+                f"{self['confidence']:.0%}; CEILING {self['ceiling']:.2f}: {self['verdict']} "
+                f"[{self['seconds']:.1f} s]")
 
 
 def audit_optimizer_one_run(optimizer_class: type[DPOptimizer] = QShiftDPOptimizer, *,

@@ -49,6 +49,8 @@ def _smallest_epsilon(channel, delta: float, notion: str) -> float:
         return 0.0
     if kind in ("unitary", "bit_flip"):
         return 0.0 if delta >= 1.0 else math.inf
+    if kind == "local_depolarizing" and prm["n"] == 1:  # one qubit: the global channel's
+        kind, prm = "depolarizing", {"p": prm["p"], "d": 2}  # closed form, not a bisection
     if kind == "depolarizing" and (prm["p"] <= 1.0 or prm["d"] == 2):
         d = prm["d"]
         p = p_eff_qubit(prm["p"]) if d == 2 else prm["p"]
@@ -69,18 +71,29 @@ def _smallest_epsilon(channel, delta: float, notion: str) -> float:
         pe = p_eff_qubit(prm["p"])
         if pe == 0.0:
             return 0.0 if delta >= 1.0 else math.inf
-        hi = local_threshold(pe, prm["n"])
+        thr = hi = local_threshold(pe, prm["n"])  # ε₀: the pure-QLDP ε, where δ* reaches 0
         lo = 0.0
         if _le(_certified_upper(channel, 0.0, notion), delta):
             return 0.0
-        for _ in range(80):  # bisection; invariant: certified δ(hi) ≤ delta < certified δ(lo)
+        # bisection; invariant: certified δ(hi) ≤ delta < certified δ(lo), compared strictly
+        # (no TIE_RTOL window: accepting a δ up to 1e-12 above delta let hi end up to 1e-11
+        # below the exact ε, on the side of less privacy loss); the high end is returned
+        for _ in range(80):
             mid = 0.5 * (lo + hi)
-            if _le(_certified_upper(channel, mid, notion), delta):
+            upper = _certified_upper(channel, mid, notion)
+            if upper is not None and upper <= delta:
                 hi = mid
             else:
                 lo = mid
             if hi - lo <= 1e-12 * max(1.0, hi):
                 break
+        if hi >= thr * (1.0 - TIE_RTOL):
+            # inside the certificate's tie window below ε₀ (where it reports δ = 0): the exact
+            # ε may be ε₀ itself, so ε₀ is returned, rounded up by a few ulps (its closed form
+            # n ln((2 − p)/p) evaluated in floats differs from others by about one)
+            hi = thr
+            for _ in range(4):
+                hi = math.nextafter(hi, math.inf)
         return _recheck_up(channel, hi, delta, notion)
     raise NotImplementedError(
         f"{name}: no certified upper bound on delta for {desc}; use "
@@ -92,12 +105,15 @@ def qldp_epsilon(channel: Channel, *, delta: float) -> float:
     r"""Smallest ε (nats) for which ``channel`` is certified (ε, δ)-QLDP.
 
     Global depolarizing inverts the closed form,
-    :math:`\varepsilon = \ln(1 + d\max(0, 1-p-\delta)/p)`; local depolarizing bisects its proven
-    upper bound and returns the high end of the bracket. The result is re-checked against the
-    certificate (and moved up by ulps if rounding requires), so it is an upper bound on the exact
-    smallest ε; the re-check accepts a certified δ up to a relative 1e-12 above ``delta`` (floating
-    rounding of the closed form, e.g. 0.9 + 0.05 = 0.9500000000000001). ``math.inf`` if no finite
-    ε works (e.g. identity channel, δ < 1).
+    :math:`\varepsilon = \ln(1 + d\max(0, 1-p-\delta)/p)` (one qubit of local depolarizing too);
+    local depolarizing on n ≥ 2 qubits bisects its proven upper bound, comparing the certified
+    δ with ``delta`` strictly, and returns the high end of the bracket (the side of more privacy
+    loss; within the certificate's 1e-12 tie window below the pure threshold
+    :math:`\varepsilon_0 = n\ln((2-p)/p)`, :math:`\varepsilon_0` rounded up). The result is
+    re-checked against the certificate (and moved up by ulps if rounding requires), so it is an
+    upper bound on the exact smallest ε; the re-check accepts a certified δ up to a relative
+    1e-12 above ``delta`` (floating rounding of the closed form, e.g. 0.9 + 0.05 =
+    0.9500000000000001). ``math.inf`` if no finite ε works (e.g. identity channel, δ < 1).
 
     Args:
         channel: a depolarizing, local depolarizing, unitary or bit-flip

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._formatting import format_bound
+
 __all__ = ["Certificate"]
 
 
@@ -113,16 +115,21 @@ class Certificate:
         Returns:
             str: several lines.
         """
-        e, dl = f"{self.epsilon:.6g}", f"{self.delta:.6g}"
+        # on the safe side of each claim: "is (ε, δ)" with ε and δ rounded up, "is NOT (ε, δ)
+        # for any δ < δ_lower" with ε and δ_lower rounded down
+        up = self.side != "lower_bound"
+        e, dl = format_bound(self.epsilon, up=up), format_bound(self.delta, up=up)
+        e_low = format_bound(self.epsilon, up=False)
+        lower = None if self.delta_lower is None else format_bound(self.delta_lower, up=False)
         if self.vacuous and self.side == "upper_bound":
             meaning = (
                 f"VACUOUS: ({e}, {dl})-{self.notion} holds for every channel (delta >= 1), so "
                 "this upper bound certifies no privacy"
             )
-            if self.delta_lower is not None:
+            if lower is not None:
                 meaning += (
-                    f"; the channel is NOT ({e}, delta)-{self.notion} for any delta < "
-                    f"{self.delta_lower:.6g} (proven lower bound)"
+                    f"; the channel is NOT ({e_low}, delta)-{self.notion} for any delta < "
+                    f"{lower} (proven lower bound)"
                 )
         elif self.vacuous:
             meaning = f"VACUOUS: delta* >= {dl} holds for every channel"
@@ -140,8 +147,8 @@ class Certificate:
             f"  epsilon   : {e} nats",
             f"  delta     : {dl} ({self._side_text()})",
         ]
-        if self.delta_lower is not None:
-            lines.append(f"  delta >=  : {self.delta_lower:.6g} (proven lower bound)")
+        if lower is not None:
+            lines.append(f"  delta >=  : {lower} (proven lower bound)")
         lines += [
             f"  statement : {meaning}",
             f"  witness   : {self._witness_text(witness)}",

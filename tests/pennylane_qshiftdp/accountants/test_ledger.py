@@ -8,6 +8,7 @@ import opacus
 import pytest
 from opacus.accountants import PRVAccountant, RDPAccountant
 
+from pennylane_qshiftdp._formatting import format_up
 from pennylane_qshiftdp.accountants.calibration import calibrate_noise_multiplier, compute_epsilon
 from pennylane_qshiftdp.accountants.ledger import FORMAT_VERSION, PrivacyLedger
 from pennylane_qshiftdp.exceptions import PrivacyBudgetExceededError, PrivacyWarning
@@ -394,7 +395,7 @@ class TestStatement:
         assert f"Opacus {opacus.__version__} RDPAccountant" in text
         assert "noise multiplier σ = 2" in text and "sensitivity Δ = 1.5" in text
         assert "Steps: 3 recorded" in text
-        assert f"{ledger.epsilon:.6g}" in text
+        assert format_up(ledger.epsilon) in text  # rounded up (issue 42)
         assert f"Shot-noise credit: {mode}" in text
         gaussian = "treats the shot noise of the sample means as Gaussian by the central limit"
         assert (gaussian in text) == (mode != "none")
@@ -510,11 +511,11 @@ class TestTwoGuarantees:
         assert ledger.epsilon > ledger.credited_epsilon
         assert ledger.planned_epsilon == pytest.approx(opacus_epsilon([(2.0, 0.1, 4)], 1e-5))
         text = ledger.statement(diagnostics={})
-        assert text.startswith("Proven guarantee: (ε, δ) = (" + f"{ledger.proven_epsilon:.6g}")
+        assert text.startswith("Proven guarantee: (ε, δ) = (" + format_up(ledger.proven_epsilon))
         assert ("Credited Q-ShiftDP guarantee (an APPROXIMATION, not proven): (ε, δ) = ("
-                f"{ledger.credited_epsilon:.6g}, 1e-05)") in text
+                f"{format_up(ledger.credited_epsilon)}, 1e-05)") in text
         # the credited ε is computed from the batches: withheld without diagnostics
-        assert f"{ledger.credited_epsilon:.6g}" not in ledger.statement()
+        assert format_up(ledger.credited_epsilon) not in ledger.statement()
         restored = PrivacyLedger.from_json(ledger.to_json())
         assert restored.proven_history == ledger.proven_history
         assert restored.credited_history == ledger.credited_history

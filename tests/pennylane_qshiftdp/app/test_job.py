@@ -309,7 +309,7 @@ def _data_dependent_keys():
 
     return set(DIAGNOSTIC_STEP_FIELDS) | set(DIAGNOSTIC_EPOCH_FIELDS) | {
         "training_data_sha256", "certified_clip_violations", "training_shots", "unclipped",
-        "largest_norm_ratio"}
+        "largest_norm_ratio", "training_rows_hmac_sha256", "hmac_key"}
 
 
 def _train_on(monkeypatch, out, *, drop_first=False, **kw):
@@ -390,8 +390,17 @@ def test_default_outputs_of_neighbouring_data_sets_differ_only_in_the_dp_release
     assert d.steps == d2.steps == 9  # q = 1/ceil(270/32) = 1/ceil(269/32): same plan
     files = {"accuracy_epsilon.png", "checkpoint.pt", "ledger.json", "metrics.csv",
              "metrics.json", "privacy_statement.txt"}  # certified clip: constant noise, no plot
-    for run in ("D", "D2"):
-        assert {f.name for f in (tmp_path / run).iterdir()} == files
+    for run in ("D", "D2"):  # and the operator's resume check (NOT protected, not released)
+        assert {f.name for f in (tmp_path / run).iterdir()} == files | {"resume_check.json"}
+    checks = [json.loads((tmp_path / run / "resume_check.json").read_text())
+              for run in ("D", "D2")]
+    from pennylane_qshiftdp.app.resume_check import RESUME_CHECK_NOTE
+
+    # the keyed digest is a function of every private row: labelled, and it does differ (a
+    # fresh random key per run, so two digests of the same rows differ too)
+    assert all(c["NOT_PROTECTED"] == RESUME_CHECK_NOTE for c in checks)
+    assert checks[0]["training_rows_hmac_sha256"] != checks[1]["training_rows_hmac_sha256"]
+    assert checks[0]["hmac_key"] != checks[1]["hmac_key"]
     a, b = _outputs(tmp_path / "D"), _outputs(tmp_path / "D2")
     # no key of the data-dependent kind anywhere; step and epoch rows hold only public fields
     keys = {k for path in a for k in path if isinstance(k, str)}
@@ -421,6 +430,7 @@ def test_default_outputs_of_neighbouring_data_sets_differ_only_in_the_dp_release
         ("dataset_size",), ("extra", "provenance", "training_examples"))} | {
         ("checkpoint.pt", "ledger", "dataset_size"),
         ("checkpoint.pt", "ledger", "extra", "provenance", "training_examples"),
+        ("checkpoint.pt", "data", "n_train"),  # the resume check's public facts: N only
         ("privacy_statement.txt", "Sampling")} | {
         # the cost plan: the expected batch qN times the circuits (shots) per example
         ("metrics.json", "cost", "estimated", k) for k in (
@@ -491,7 +501,9 @@ def test_diagnostics_are_separate_marked_and_differ_between_neighbours(monkeypat
     n = diag["summary"]["per_example_gradients"]
     assert (f"Diagnostic (NOT protected, computed from the private batches): 0 of {n} "
             f"per-example gradients exceeded the certified bound and were clipped.") in r.statement
-    assert f"({r.credited_epsilon:.6g}, 0.00101)" in r.statement
+    from pennylane_qshiftdp._formatting import format_up
+
+    assert f"({format_up(r.credited_epsilon)}, 0.00101)" in r.statement  # rounded up
     # the diagnostics differ between the neighbours (what the default outputs must not hold)
     d2 = json.loads((tmp_path / "D2" / "diagnostics.json").read_text())
     changed = {p[-1] for p in _differing(dict(_leaves(diag)), dict(_leaves(d2)))}
@@ -503,7 +515,10 @@ def test_default_statement_withholds_data_dependent_numbers(tmp_path):
                       output_dir=str(tmp_path))
     r = train(cfg, progress=False)
     assert r.diagnostics is None and "ε withheld" in r.statement
+    from pennylane_qshiftdp._formatting import format_up
+
     assert f"{r.credited_epsilon:.6g}" not in r.statement
+    assert format_up(r.credited_epsilon) not in r.statement  # as it would be printed
     assert "Certified clip: a clip that binds means" in r.statement
     assert "Diagnostics (NOT protected" not in r.statement
     assert not (tmp_path / "diagnostics.json").exists()

@@ -47,19 +47,25 @@ def test_vacuous_upper_bound_is_labelled():
     lines = text.splitlines()
     assert lines[0] == "QPrLDP certificate (VACUOUS)"
     assert lines[3] == "  delta     : 1 (upper bound, VACUOUS)"
-    assert lines[4] == "  delta >=  : 0.93925 (proven lower bound)"
+    # the proven lower bound 0.93924950... is printed rounded down (issue 42; `.6g` printed
+    # 0.93925, above it)
+    assert 0.939249 < c.delta_lower < 0.93925
+    assert lines[4] == "  delta >=  : 0.939249 (proven lower bound)"
     assert lines[5] == (
         "  statement : VACUOUS: (1, 1)-QPrLDP holds for every channel (delta >= 1), so this "
         "upper bound certifies no privacy; the channel is NOT (1, delta)-QPrLDP for any delta < "
-        "0.93925 (proven lower bound)"
+        "0.939249 (proven lower bound)"
     )
     assert "vacuous=True" in repr(c) and "delta_lower=0.93925" in repr(c)
     # an informative upper bound of the same channel is not vacuous
     q = qldp_certificate(local_depolarizing(0.3, 3), epsilon=1.0)
     assert q.side == "upper_bound" and q.delta < 1 and not q.vacuous
     assert "VACUOUS" not in str(q) and "vacuous=False" in repr(q)
-    assert str(q).splitlines()[5] == (
-        f"  statement : the channel is (1, {q.delta:.6g})-QLDP (proven upper bound on delta)")
+    from qprldp_core._formatting import format_bound
+
+    assert str(q).splitlines()[5] == (  # an upper bound: rounded up
+        f"  statement : the channel is (1, {format_bound(q.delta, up=True)})-QLDP (proven upper "
+        f"bound on delta)")
 
 
 def test_exact_delta_one_is_not_vacuous_but_says_no_privacy():
