@@ -241,11 +241,7 @@ def _add_train_parser(subparsers) -> None:
                    "diagnostics.json and diagnostics.png, and report them in the statement; "
                    "they are NOT protected by the guarantee. By default nothing written "
                    "depends on the private batches")
-    p.add_argument("--noise-model", default=None, metavar="FAKE_BACKEND",
-                   help="with --device qiskit.aer: the noise model of a backend of "
-                   "qiskit_ibm_runtime.fake_provider (offline snapshots of IBM devices), e.g. "
-                   "FakeManilaV2 (qiskit_aer.noise.NoiseModel.from_backend); qshiftdp certify "
-                   "certifies its depolarizing part")
+    _add_noise_model_arg(p)
     p.add_argument("--shot-budget", type=_positive_int, default=None, metavar="SHOTS",
                    help="shots per step for the parameter-shift circuits, split over the "
                    "expected batch and over each example's shifted circuits in proportion to "
@@ -997,9 +993,11 @@ def _add_certify_parser(subparsers) -> None:
         description="Certify the depolarizing noise of the device `qshiftdp train` trains on: "
         "the job's circuit on --qubits qubits with PennyLane's DepolarizingChannel(q) on "
         "every qubit after the last gate (--depolarizing q, as `qshiftdp train "
-        "--depolarizing`), or with a noise model (--noise-model MODULE:NAME: a PennyLane "
-        "NoiseModel, or a Qiskit Aer noise model; each of its channels counts through its "
-        "depolarizing part, the largest p with N = D_p o M). Prints the QPrLDP and QLDP "
+        "--depolarizing`), or with a noise model (--noise-model: a fake backend such as "
+        "FakeManilaV2, or MODULE:NAME naming a PennyLane or Qiskit Aer NoiseModel, as `qshiftdp "
+        "train --noise-model`; each of its channels counts through its depolarizing part, the "
+        "largest p with N = D_p o M, and the report lists what is not covered: thermal "
+        "relaxation, reset and readout errors). Prints the QPrLDP and QLDP "
         "certificates (ε, δ) of every noise channel and of the final noise layer, and the "
         "proven variance floor v_min. These certify the device channel, not the training "
         "data. For a depolarizing channel given by its parameter see `qprldp certify`.",
@@ -1008,9 +1006,7 @@ def _add_certify_parser(subparsers) -> None:
     noise.add_argument("--depolarizing", type=float, default=None, metavar="Q",
                        help="PennyLane DepolarizingChannel q in [0, 0.75] on every qubit "
                        "(D_p with p = 4q/3)")
-    noise.add_argument("--noise-model", default=None, metavar="MODULE:NAME",
-                       help="a PennyLane NoiseModel or Qiskit Aer NoiseModel (or a function "
-                       "returning one), e.g. mynoise.py:model")
+    _add_noise_model_arg(noise)
     p.add_argument("--epsilon", type=float, required=True, help="ε in nats, >= 0")
     p.add_argument("--delta", type=float, default=None,
                    help="also print the smallest certified ε for this δ in [0, 1]")
@@ -1036,7 +1032,8 @@ def _run_certify(args) -> int:
         raise _CLIError(f"--qubits must be at most {MAX_QUBITS}. Found {args.qubits}.")
     from .certify import certify_job_device, format_report, load_noise_model, report_dict
 
-    model = None if args.noise_model is None else load_noise_model(args.noise_model)
+    model = (None if args.noise_model is None
+             else load_noise_model(args.noise_model, qubits=args.qubits))
     cert = certify_job_device(epsilon=args.epsilon, delta=args.delta, qubits=args.qubits,
                               layers=args.layers, depolarizing=args.depolarizing,
                               noise_model=model)
@@ -1064,6 +1061,14 @@ def _add_accountant_arg(p: argparse.ArgumentParser) -> None:
         help="accountant: pld (dp-accounting's privacy loss distributions, pessimistic; "
         "default), rdp (Opacus) or prv (Opacus; slower)",
     )
+
+
+def _add_noise_model_arg(p) -> None:
+    """``--noise-model`` (train and certify: one parser, one help text)."""
+    from .noise_spec import NOISE_MODEL_HELP, NOISE_MODEL_METAVAR, parse_noise_model
+
+    p.add_argument("--noise-model", default=None, metavar=NOISE_MODEL_METAVAR,
+                   type=parse_noise_model, help=NOISE_MODEL_HELP)
 
 
 def _add_json_arg(p: argparse.ArgumentParser) -> None:

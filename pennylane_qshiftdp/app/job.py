@@ -145,12 +145,14 @@ _SIMULATORS = ("default.qubit", "lightning.qubit", "lightning.gpu", "lightning.k
 
 def device_options(config, device: str) -> dict:
     """Keyword arguments of the training device: the noise model of ``config.noise_model``
-    (a backend of ``qiskit_ibm_runtime.fake_provider``, read offline) for qiskit.aer.
+    for qiskit.aer (:func:`~.noise_spec.load_noise_model`: a backend of
+    ``qiskit_ibm_runtime.fake_provider``, read offline, or ``MODULE:NAME`` naming a Qiskit Aer
+    ``NoiseModel``).
 
     Raises:
-        ValueError: for a noise model on another device, without pennylane-qiskit, or naming
-            no fake backend (the message lists a few), or a backend with fewer qubits than the
-            model.
+        ValueError: for a noise model on another device, without pennylane-qiskit, naming no
+            fake backend (the message lists a few) or no Qiskit Aer noise model, or a backend
+            with fewer qubits than the model.
     """
     name = config.noise_model
     if name is None:
@@ -158,24 +160,15 @@ def device_options(config, device: str) -> dict:
     if device != "qiskit.aer":
         raise ValueError(f"`noise_model` is a noise model of Qiskit's simulator; it needs "
                          f"device='qiskit.aer'. Found device={device!r}.")
-    try:
-        from qiskit_aer.noise import NoiseModel
-        from qiskit_ibm_runtime import fake_provider
-    except ImportError as err:
-        raise ValueError("`noise_model` needs pennylane-qiskit (with qiskit-aer and "
-                         "qiskit-ibm-runtime): pip install 'pennylane-qshiftdp[qiskit]'.") from err
-    backend_cls = getattr(fake_provider, name, None) if name.startswith("Fake") else None
-    if not isinstance(backend_cls, type):
-        known = sorted(n for n in dir(fake_provider) if n.startswith("Fake") and n.endswith("V2"))
-        raise ValueError(f"`noise_model` must name a backend of "
-                         f"qiskit_ibm_runtime.fake_provider, e.g. {', '.join(known[:4])}. "
-                         f"Found {name!r}.")
-    backend = backend_cls()
+    from .noise_spec import is_qiskit_noise_model, load_noise_model
+
     wires = config.qubits if isinstance(config.qubits, int) else 1
-    if backend.num_qubits < wires:
-        raise ValueError(f"`noise_model` {name!r} describes {backend.num_qubits} qubits; the "
-                         f"model needs {wires}. Choose a larger fake backend.")
-    return {"noise_model": NoiseModel.from_backend(backend)}
+    model = load_noise_model(name, qubits=wires)  # the same forms as `qshiftdp certify`
+    if not is_qiskit_noise_model(model):
+        raise ValueError(f"--noise-model {name!r} names a PennyLane NoiseModel; training "
+                         f"simulates a Qiskit Aer NoiseModel (or a fake backend's) on "
+                         f"device='qiskit.aer'. `qshiftdp certify` takes both.")
+    return {"noise_model": model}
 
 
 def _shot_sampling(config, device: str, shots) -> str:
