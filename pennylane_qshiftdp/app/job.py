@@ -171,6 +171,15 @@ def device_options(config, device: str) -> dict:
     return {"noise_model": model}
 
 
+def _noise_model_text(name: str) -> str:
+    """The ledger's description of ``--noise-model name``."""
+    from .noise_spec import is_fake_backend_name
+
+    if is_fake_backend_name(name):
+        return f"{name} (qiskit_ibm_runtime.fake_provider; qiskit_aer NoiseModel.from_backend)"
+    return f"{name} (a Qiskit Aer NoiseModel)"
+
+
 def _shot_sampling(config, device: str, shots) -> str:
     """``shot_sampling``: ``"auto"`` means exact-law draws on the simulators that support them."""
     mode = config.shot_sampling
@@ -776,8 +785,7 @@ def _result(job: _Job, last: int, x_test, y_test) -> TrainResult:
     if ledger is not None:
         ledger.extra_update({"shots_per_circuit": job.shots, "device": job.device,
                              "shot_sampling": job.sampling}
-                            | ({"noise_model": job.config.noise_model + " (qiskit_ibm_runtime."
-                                "fake_provider; qiskit_aer NoiseModel.from_backend)"}
+                            | ({"noise_model": _noise_model_text(job.config.noise_model)}
                                if job.config.noise_model else {}))
     metrics = job.metrics
     mid_epoch = job.interrupted and job.step_in_epoch > 0  # the weights moved since metrics[-1]

@@ -141,7 +141,11 @@ def load_noise_model(spec: str, *, qubits: int | None = None):
         raise ValueError(_error(spec, f"cannot be loaded ({type(err).__name__}: "
                                       f"{err})")) from err
     if callable(obj) and not _is_noise_model(obj):
-        obj = obj()
+        try:
+            obj = obj()
+        except TypeError as err:  # a callable that needs arguments: not a model factory
+            raise ValueError(_error(spec, f"names a callable that cannot be called without "
+                                          f"arguments ({err})")) from err
     if not _is_noise_model(obj):
         raise ValueError(_error(spec, f"names a {type(obj).__name__}, not a PennyLane or Qiskit "
                                       f"Aer NoiseModel"))

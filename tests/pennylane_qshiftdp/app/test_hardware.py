@@ -162,6 +162,29 @@ def test_noise_model_errors_name_the_flag(capsys):
            "device='qiskit.aer'. Found device='default.qubit'." in capsys.readouterr().err
 
 
+@pytest.mark.skipif(not HAS_QISKIT, reason="pennylane-qiskit is not installed")
+def test_train_takes_a_qiskit_noise_model_file_and_refuses_a_pennylane_one(capsys, tmp_path):
+    """`train --noise-model` takes certify's forms: a file naming a Qiskit Aer NoiseModel runs
+    (the device gets that model); a PennyLane NoiseModel is refused, naming the flag."""
+    path = tmp_path / "hw.py"
+    path.write_text("import pennylane as qml\n"
+                    "from qiskit_aer.noise import NoiseModel, depolarizing_error\n"
+                    "aer = NoiseModel()\n"
+                    "aer.add_all_qubit_quantum_error(depolarizing_error(0.01, 1), ['sx'])\n"
+                    "pl = qml.NoiseModel({})\n")
+    base = ["train", "--dataset", "iris", "--device", "qiskit.aer", "--shot-sampling", "device",
+            "--shots", "20", "--dry-run", "--no-probe", "--output-dir", str(tmp_path / "o")]
+    assert main([*base, "--noise-model", f"{path}:aer"]) == 0
+    assert json.loads(capsys.readouterr().out)["circuits_per_step"] > 0
+    assert main([*base, "--noise-model", f"{path}:pl"]) == 2
+    assert f"--noise-model '{path}:pl' names a PennyLane NoiseModel" in capsys.readouterr().err
+    from pennylane_qshiftdp.app.config import TrainConfig
+
+    opts = job_module.device_options(TrainConfig(noise_model=f"{path}:aer"), "qiskit.aer")
+    assert type(opts["noise_model"]).__name__ == "NoiseModel"
+    assert "sx" in opts["noise_model"].noise_instructions
+
+
 def test_make_device_seeds_only_the_simulators_that_take_a_seed():
     from pennylane_qshiftdp.app.models import SEEDED_DEVICES, make_device
 
@@ -178,8 +201,12 @@ def test_qiskit_aer_settings_refused_before_training(capsys):
             "--shots", "20", "--dry-run", "--no-probe"]
     code = main([*base, "--noise-model", "FakeNowhereV2"])
     err = capsys.readouterr().err
-    assert code == 2 and "`--noise-model` must name a backend of " \
-        "qiskit_ibm_runtime.fake_provider, e.g." in err
+    assert code == 2 and "--noise-model 'FakeNowhereV2': no such backend in " \
+        "qiskit_ibm_runtime.fake_provider (e.g." in err
+    code = main([*base, "--noise-model", "nomodule"])  # the form, refused by the parser
+    err = capsys.readouterr().err
+    assert code == 2 and "argument --noise-model: --noise-model 'nomodule': not a fake " \
+        "backend name nor MODULE:NAME" in err
     code = main([*base, "--model", "quantum", "--qubits", "2", "--classes", "setosa,versicolor",
                  "--credit", "adaptive", "--beta", "1e-6"])
     err = capsys.readouterr().err
