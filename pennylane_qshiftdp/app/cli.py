@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -251,16 +252,19 @@ def _add_train_parser(subparsers) -> None:
                    help="print the plan as one JSON object (circuits_per_step, shots_per_step, "
                    "device_batches_per_step, steps, total_circuits, total_shots, "
                    "seconds_per_step, total_seconds) and exit without training or writing "
-                   "anything; the time comes from one probe step on a synthetic batch of the "
-                   "expected size (zeros, no training example), which runs that step's "
-                   "circuits on the device (--no-probe skips it)")
+                   "anything (also in an --output-dir that holds a run); the count is printed "
+                   "on stderr first, then the time comes from one probe step on a synthetic "
+                   "batch of at most 4 rows (zeros, no training example), scaled linearly to "
+                   "the expected batch, which runs those circuits on the device (--no-probe "
+                   "skips it; --no-progress hides the stderr lines)")
     p.add_argument("--no-probe", action="store_true",
                    help="with --dry-run: count only, run no circuit (the seconds are null)")
     p.add_argument("--max-shots", type=_positive_int, default=None,
                    help="refuse, before any circuit runs, a plan expecting more shots in all")
     p.add_argument("--max-circuits", type=_positive_int, default=None,
                    help="refuse, before any circuit runs, a plan expecting more circuits in all")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--no-progress", action="store_true",
+                   help="hide the progress bar (and --dry-run's progress lines)")
     p.add_argument("--skip-plan-check", action="store_true",
                    help="train even when the plan is refused as absurd: its noise multiplier σ "
                    "above the expected batch size qN (every step mostly noise) or its estimated "
@@ -428,16 +432,22 @@ def _run_train(args) -> int:
                         f"evaluation. Found {args.eval_shots}.")
     if args.no_probe and not args.dry_run:
         raise _CLIError("--no-probe goes with --dry-run.")
+    if args.dry_run and args.resume:
+        raise _CLIError("--dry-run plans a new run; drop --resume (a dry run continues nothing).")
     config = _train_config(args)
+    # a dry run writes nothing: the output directory is not checked (it may hold a run)
+    checked = dataclasses.replace(config, output_dir=None) if args.dry_run else config
     try:  # every value error before torch, PennyLane or Opacus is imported
-        check_train_config(config, resume=args.resume)
+        check_train_config(checked, resume=args.resume)
     except (ValueError, TypeError) as err:
         raise _CLIError(_flag_names(str(err))) from err
     from .job import TrainingInterrupted, dry_run, train
 
     if args.dry_run:
         try:
-            plan = dry_run(config, probe=not args.no_probe)
+            plan = dry_run(config, probe=not args.no_probe,
+                           report=None if args.no_progress
+                           else (lambda line: print(line, file=sys.stderr, flush=True)))
         except (ValueError, TypeError, NotImplementedError) as err:
             raise _CLIError(_flag_names(str(err))) from err
         print(json.dumps(plan))

@@ -886,17 +886,26 @@ def _loader(job: _Job):
                                        batch_size=config.expected_batch_size)
 
 
-def dry_run(config: TrainConfig, *, probe: bool = True) -> dict:
+#: ``dry_run``'s probe batch: at most this many synthetic rows, the time scaled to qN.
+DRY_RUN_PROBE_ROWS = 4
+
+
+def dry_run(config: TrainConfig, *, probe: bool = True, report=None,
+            probe_rows: int | None = DRY_RUN_PROBE_ROWS) -> dict:
     r"""What ``train(config)`` would cost, without training: ``qshiftdp train --dry-run``.
 
     The data set is loaded (for its size) and the model built, but nothing is trained and
-    nothing is written. The circuits are counted, not run (:func:`~pennylane_qshiftdp.cost.
-    estimate_cost`); with ``probe`` one step of a synthetic batch of the expected size (zero
-    inputs, no training example) is run and timed on the training device.
+    nothing is written (the output directory is not read either). The circuits are counted,
+    not run (:func:`~pennylane_qshiftdp.cost.estimate_cost`); with ``probe`` one step of a
+    synthetic batch (zero inputs, no training example) of at most ``probe_rows`` rows is run
+    and timed on the training device, and the time scaled linearly to the expected batch.
 
     Args:
         config: the run's settings (``max_shots`` / ``max_circuits`` are checked).
         probe: time one step (runs its circuits on the device).
+        report: ``report(line)`` receives one line per phase (the count as soon as it is
+            known, then the probe's start and end); ``None``: silent.
+        probe_rows: the probe's synthetic batch (``None``: the whole expected batch).
 
     Returns:
         dict: ``circuits_per_step``, ``shots_per_step``, ``device_batches_per_step``,
@@ -906,8 +915,36 @@ def dry_run(config: TrainConfig, *, probe: bool = True) -> dict:
     Raises:
         ValueError: for invalid settings, or a plan over ``max_shots`` / ``max_circuits``.
     """
+    from ..cost import estimate_cost
+
+    def say(line: str) -> None:
+        if report is not None:
+            report(line)
+
+    say("dry run: loading the data set's shape and building the model (nothing is written)")
     job = _build(config)
-    return _plan(job, _loader(job), probe=probe).as_dict()
+    loader = _loader(job)
+    plan = _plan(job, loader, probe=False)
+    say(f"dry run: counted {plan.circuits_per_step:,.6g} circuits and "
+        f"{plan.shots_per_step:,.6g} shots per step x {plan.steps} steps = "
+        f"{plan.total_circuits:,.6g} circuits, {plan.total_shots:,.6g} shots "
+        f"(expected batch {plan.expected_batch_size:.4g}; no circuit run)")
+    if not probe:
+        return plan.as_dict()
+    expected = plan.expected_batch_size
+    rows = max(1, round(expected)) if probe_rows is None else min(max(1, round(expected)),
+                                                                 probe_rows)
+    scale = max(1.0, expected / rows)
+    per_row = plan.circuits_per_step / expected if expected else 0.0
+    say(f"dry run: probe: one step on a synthetic batch of {rows} public rows (zeros, no "
+        f"training example): about {per_row * rows:,.0f} circuits on {job.device}; its time "
+        f"is scaled x{scale:.3g} to the expected batch {expected:.4g}")
+    t0 = time.perf_counter()
+    plan = estimate_cost(job.model, loader, epochs=job.config.epochs, probe=True,
+                         probe_rows=rows)
+    say(f"dry run: probe done in {time.perf_counter() - t0:.1f} s: about "
+        f"{plan.seconds_per_step:.3g} s per step, {plan.total_seconds:.3g} s in all")
+    return plan.as_dict()
 
 
 def _trained_weights(job: _Job) -> np.ndarray:

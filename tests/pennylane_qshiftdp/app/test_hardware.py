@@ -45,6 +45,65 @@ def test_dry_run_prints_the_plan_as_one_json_object(capsys, tmp_path):
     assert {k: probed[k] for k in COST_KEYS[:6]} == {k: plan[k] for k in COST_KEYS[:6]}
 
 
+def _tree(folder):
+    """Every file under ``folder``: its bytes and modification time."""
+    return {str(f.relative_to(folder)): (f.read_bytes(), f.stat().st_mtime_ns)
+            for f in sorted(folder.rglob("*")) if f.is_file()}
+
+
+def test_a_dry_run_in_a_folder_holding_a_run_is_allowed_and_writes_nothing(capsys, tmp_path):
+    """issue 45 item 5: a dry run writes nothing, so a folder holding a run does not refuse it
+    (a training run there still is refused); the folder is unchanged, probe or not."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "ledger.json").write_text('{"steps": 3}')
+    (run / "checkpoint.pt").write_bytes(b"not really a checkpoint")
+    (run / "sub").mkdir()
+    (run / "sub" / "note.txt").write_text("kept")
+    before = _tree(run)
+    for extra in (["--no-probe"], []):
+        plan = _dry_run(capsys, *_TINY, *extra, "--output-dir", str(run))
+        assert plan["steps"] == 9
+        assert _tree(run) == before and sorted(p.name for p in run.iterdir()) == [
+            "checkpoint.pt", "ledger.json", "sub"]
+    assert main([*_TINY, "--output-dir", str(run)]) == 2
+    assert "already holds a run" in capsys.readouterr().err
+    assert main([*_TINY, "--output-dir", str(run), "--dry-run", "--resume"]) == 2
+    assert "--dry-run plans a new run; drop --resume" in capsys.readouterr().err
+    assert _tree(run) == before
+
+
+def test_the_dry_run_reports_the_count_before_it_probes_a_small_batch(capsys, monkeypatch):
+    """The count is on stderr before any circuit runs; the probe times at most 4 synthetic
+    rows and scales the time to the expected batch; stdout keeps its one JSON object."""
+    from pennylane_qshiftdp import cost
+
+    argv = [a for a in _TINY if a != "--no-progress"]
+    calls = []
+    real = cost._probe_seconds
+
+    def probe(module, example, rows, plans):
+        calls.append((rows, capsys.readouterr().err))  # what stderr held when the probe ran
+        real(module, example, rows, plans)
+        return 0.5
+
+    monkeypatch.setattr(cost, "_probe_seconds", probe)
+    plan = _dry_run(capsys, *argv)
+    [(rows, err_before)] = calls
+    assert rows == job_module.DRY_RUN_PROBE_ROWS == 4
+    count = (f"dry run: counted {_EXPECTED_BATCH * _CIRCUITS_PER_EXAMPLE:,.6g} circuits and "
+             f"{50 * _EXPECTED_BATCH * _CIRCUITS_PER_EXAMPLE:,.6g} shots per step x 9 steps")
+    assert count in err_before
+    assert "probe: one step on a synthetic batch of 4 public rows" in err_before
+    assert f"scaled x{_EXPECTED_BATCH / 4:.3g} to the expected batch" in err_before
+    assert plan["seconds_per_step"] == pytest.approx(0.5 * _EXPECTED_BATCH / 4)
+    assert plan["total_seconds"] == pytest.approx(9 * plan["seconds_per_step"])
+    monkeypatch.setattr(cost, "_probe_seconds", real)
+    _dry_run(capsys, *_TINY)  # --no-progress: no progress lines
+    main([*_TINY, "--dry-run"])
+    assert "dry run:" not in capsys.readouterr().err
+
+
 def test_dry_run_of_the_neuron_model_counts_every_output(capsys):
     """iris (3 classes): one one-qubit layer per output, each with an input gradient."""
     plan = _dry_run(capsys, "train", "--dataset", "iris", "--no-probe")
