@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import math
@@ -794,6 +795,9 @@ def _add_audit_parser(subparsers) -> None:
     p.add_argument("--output-dir", default=None,
                    help="write audit.json and one score histogram (PNG) per configuration here "
                    "(with --run: audit_run.json and audit_run.png)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="hide the progress lines and bars on stderr (one per configuration "
+                   "and its trials; with --run the re-run's training bar)")
     _add_json_arg(p)
     p.set_defaults(func=_run_audit)
 
@@ -816,7 +820,11 @@ def _run_audit_run(args) -> int:
         raise _CLIError(f"--confidence must be in (0, 1). Found {args.confidence}.")
     if args.output_dir is not None and not str(args.output_dir).strip():
         raise _CLIError("--output-dir must name a directory. Found ''.")
-    r = audit_run(args.run, canaries=canaries, seed=args.seed, confidence=args.confidence)
+    if not args.no_progress:
+        print("audit --run: training the run's configuration again with gradient canaries "
+              "(the bar below), then scoring them ...", file=sys.stderr, flush=True)
+    r = audit_run(args.run, canaries=canaries, seed=args.seed, confidence=args.confidence,
+                  progress=not args.no_progress)
     doc = r.as_dict()
     if args.output_dir is not None:
         out = Path(args.output_dir)
@@ -885,23 +893,24 @@ def _run_audit(args) -> int:
         configs = [{"credit": args.credit, "max_grad_norm": clip}]
     out_dir = Path(args.output_dir) if args.output_dir is not None else None
     results = []
-    for shots in args.shots:
-        for background in dict.fromkeys(args.background):
-            for cfg in configs:
-                r = audit_setting(**cfg, shots=shots, trials=args.trials, seed=args.seed,
-                                  target_epsilon=args.epsilon, target_delta=args.delta,
-                                  beta=args.beta, depolarizing=args.depolarizing,
-                                  clip_norm=args.clip_norm, confidence=args.confidence,
-                                  background=background)
-                if out_dir is not None and not r.refused:
-                    from ..audit import plot_audit
+    runs = [(shots, background, cfg) for shots in args.shots
+            for background in dict.fromkeys(args.background) for cfg in configs]
+    for i, (shots, background, cfg) in enumerate(runs, 1):
+        with _audit_progress(args, i, len(runs), cfg, shots, background) as progress:
+            r = audit_setting(**cfg, shots=shots, trials=args.trials, seed=args.seed,
+                              target_epsilon=args.epsilon, target_delta=args.delta,
+                              beta=args.beta, depolarizing=args.depolarizing,
+                              clip_norm=args.clip_norm, confidence=args.confidence,
+                              background=background, progress=progress)
+        if out_dir is not None and not r.refused:
+            from ..audit import plot_audit
 
-                    name = "".join(c if c.isalnum() or c in "._-" else "_" for c in r.label)
-                    tail = "" if background == "shot" else "_zero"
-                    plot_audit(r, out_dir / f"audit_{name}_Ns{shots}{tail}.png")
-                results.append((shots, r))
-                if not args.json:
-                    print(f"  {r}", file=sys.stderr)
+            name = "".join(c if c.isalnum() or c in "._-" else "_" for c in r.label)
+            tail = "" if background == "shot" else "_zero"
+            plot_audit(r, out_dir / f"audit_{name}_Ns{shots}{tail}.png")
+        results.append((shots, r))
+        if not args.json:
+            print(f"  {r}", file=sys.stderr)
     rows = [{"shots": s, **r.as_dict()} for s, r in results]
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -913,6 +922,39 @@ def _run_audit(args) -> int:
         if out_dir is not None:
             print(f"outputs: {out_dir}")
     return 1 if any(r.proven_refuted for _, r in results) else 0
+
+
+@contextlib.contextmanager
+def _audit_progress(args, i: int, n: int, cfg: dict, shots: int, background: str):
+    """Progress of audit ``i`` of ``n`` on stderr: a line when it starts (building the step,
+    calibrating σ), a tqdm bar over its trials, a line with its seconds when it ends; yields
+    the ``progress(done, total)`` callback of :func:`~pennylane_qshiftdp.audit.audit_setting`
+    (``None`` with --no-progress). The bar reads nothing the audit computes from."""
+    if args.no_progress:
+        yield None
+        return
+    import time
+
+    from tqdm.auto import tqdm
+
+    what = cfg.get("mode") or f"credit {cfg['credit']}, --max-grad-norm {cfg['max_grad_norm']}"
+    print(f"audit {i}/{n}: {what}, Ns = {shots}, background {background}: building the private "
+          f"step and calibrating its noise, then {args.trials} trials on D and on D' ...",
+          file=sys.stderr, flush=True)
+    bar = tqdm(total=args.trials, desc=f"audit {i}/{n} trials", unit="trial", file=sys.stderr,
+               leave=False, mininterval=0.5)
+    start = time.perf_counter()
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    try:
+        yield progress
+    finally:
+        bar.close()
+    print(f"audit {i}/{n}: done in {time.perf_counter() - start:.1f} s", file=sys.stderr,
+          flush=True)
 
 
 def _print_audit_table(results) -> None:
