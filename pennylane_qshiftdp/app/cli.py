@@ -820,9 +820,6 @@ def _run_audit_run(args) -> int:
         raise _CLIError(f"--confidence must be in (0, 1). Found {args.confidence}.")
     if args.output_dir is not None and not str(args.output_dir).strip():
         raise _CLIError("--output-dir must name a directory. Found ''.")
-    if not args.no_progress:
-        print("audit --run: training the run's configuration again with gradient canaries "
-              "(the bar below), then scoring them ...", file=sys.stderr, flush=True)
     r = audit_run(args.run, canaries=canaries, seed=args.seed, confidence=args.confidence,
                   progress=not args.no_progress)
     doc = r.as_dict()
