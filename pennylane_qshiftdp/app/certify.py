@@ -75,6 +75,19 @@ def _from_qiskit(noise_model, qml):
     return qml.NoiseModel(kept, converted.meas_map, **converted.metadata)
 
 
+def _depolarizing_part(error) -> float:
+    """The depolarizing part p of a Qiskit ``QuantumError`` (0 where it cannot be read)."""
+    import numpy as np
+    from qiskit.quantum_info import Kraus
+
+    from qprldp_core.channels import Channel, depolarizing_part
+
+    try:
+        return float(depolarizing_part(Channel([np.asarray(k) for k in Kraus(error).data])))
+    except Exception:  # noqa: BLE001 - unreadable: nothing claimed
+        return 0.0
+
+
 def noise_coverage(noise_model, tape) -> list[dict]:
     """What of a Qiskit Aer ``noise_model`` the certificate covers, on the circuit ``tape``.
 
@@ -84,8 +97,10 @@ def noise_coverage(noise_model, tape) -> list[dict]:
 
     Returns:
         One entry per kind of error: ``{"errors": ..., "qubits": [...], "status": "certified" |
-        "not covered" | "not applied", "why": ...}``; a certified gate error is certified
-        through its depolarizing part only (the rest of it, e.g. thermal relaxation, is not).
+        "not covered" | "not applied", "why": ...}`` (applied gate errors also have
+        ``"depolarizing_p"``, one per qubit tuple); a certified gate error is certified through
+        its depolarizing part p > 0 only (the rest of it, e.g. thermal relaxation, is not); an
+        applied one whose part is 0 is "not covered".
     """
     used: dict[str, set] = {}
     for op in tape.operations:
@@ -99,12 +114,21 @@ def noise_coverage(noise_model, tape) -> list[dict]:
         name = _QISKIT_GATES.get(gate)
         hit = [q for q in qubits if name in used and (q == ("all",) or q in used[name])]
         miss = [q for q in qubits if q not in hit]
-        if hit:
-            out.append({"errors": f"{gate} gate errors", "qubits": [list(q) for q in hit],
+        parts = {q: _depolarizing_part(local[gate][q]) for q in hit}
+        certified = [q for q in hit if parts[q] > 0]
+        if certified:
+            out.append({"errors": f"{gate} gate errors", "qubits": [list(q) for q in certified],
                         "status": "certified",
+                        "depolarizing_p": [parts[q] for q in certified],
                         "why": "through each error's depolarizing part (N = D_p o M); the rest "
                                "M (thermal relaxation T1/T2, coherent or other non-depolarizing "
                                "parts) is NOT covered"})
+        zero = [q for q in hit if parts[q] <= 0]
+        if zero:
+            out.append({"errors": f"{gate} gate errors", "qubits": [list(q) for q in zero],
+                        "status": "not covered", "depolarizing_p": [0.0] * len(zero),
+                        "why": "applied, but their depolarizing part is 0 (e.g. thermal "
+                               "relaxation alone): nothing of them is certified"})
         if miss:
             if gate == "reset":
                 why = ("PennyLane has no reset gate to attach them to (pennylane-qiskit maps "
@@ -232,8 +256,10 @@ def format_report(cert, *, source: str, qubits: int, layers: int) -> str:
         lines.append("Coverage of the noise model (only the certified parts enter the "
                      "certificates above):")
         for e in coverage:
-            qs = ", ".join("all" if q == ["all"] else "(" + ", ".join(map(str, q)) + ")"
-                           for q in e["qubits"])
+            ps = e.get("depolarizing_p") if e["status"] == "certified" else None
+            qs = ", ".join(("all" if q == ["all"] else "(" + ", ".join(map(str, q)) + ")")
+                           + ("" if ps is None else f" p={ps[i]:.4g}")
+                           for i, q in enumerate(e["qubits"]))
             lines.append(f"  {e['status'].upper()}: {e['errors']} on {qs}: {e['why']}")
     lines.append(f"Variance floor v_min = {cert.variance_floor:.6g}: a proven lower bound on "
                  f"every shifted circuit's single-shot variance of <Z0>, what `qshiftdp train "

@@ -135,9 +135,17 @@ def test_certify_a_fake_backend_by_name_and_as_a_qiskit_noise_model_file(backend
     # their depolarizing parts; reset and readout errors: not covered
     assert {("sx gate errors", "certified"), ("cx gate errors", "certified"),
             ("reset gate errors", "not covered"), ("readout errors", "not covered")} <= status
-    sx = next(e for e in doc["coverage"] if e["status"] == "certified"
-              and e["errors"] == "sx gate errors")
-    assert sx["qubits"] == [[0], [1]] and "thermal relaxation" in sx["why"]
+    sx = [e for e in doc["coverage"] if e["errors"] == "sx gate errors"
+          and e["status"] != "not applied"]  # applied: certified (p > 0) or part 0
+    assert sorted(q for e in sx for q in e["qubits"]) == [[0], [1]]
+    found = [p[2] for p in doc["depolarizing_parts"]]
+    for e in doc["coverage"]:
+        if e["status"] == "certified":
+            assert "thermal relaxation" in e["why"]
+            assert all(p > 0 and any(abs(p - f) < 1e-9 for f in found)
+                       for p in e["depolarizing_p"])
+        elif "depolarizing_p" in e:
+            assert e["status"] == "not covered" and set(e["depolarizing_p"]) == {0.0}
     readout = next(e for e in doc["coverage"] if e["errors"] == "readout errors")
     assert readout["qubits"] == [[q] for q in range(n_qubits)]
     # one certificate pair per distinct depolarizing part p > 0 of the errors applied
@@ -148,7 +156,7 @@ def test_certify_a_fake_backend_by_name_and_as_a_qiskit_noise_model_file(backend
                  "--layers", "1"]) == 0
     out = capsys.readouterr().out
     assert "Coverage of the noise model" in out and "NOT COVERED: readout errors" in out
-    assert "CERTIFIED: sx gate errors on (0), (1)" in out
+    assert "CERTIFIED: cx gate errors on (0, 1) p=" in out
 
 
 @pytest.mark.skipif(not HAS_QISKIT, reason="pennylane-qiskit is not installed")
