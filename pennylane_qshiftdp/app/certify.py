@@ -22,6 +22,7 @@ depolarizing channel given by its parameter instead (global or local, any dimens
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -183,8 +184,8 @@ def certify_job_device(*, epsilon: float, qubits: int = 4, layers: int = 2,
         delta: also report the smallest certified ε at this δ.
 
     Returns:
-        qprldp_core.DeviceCertificate: of the circuit (with its variance floor), with an
-        attribute ``coverage`` (a list; empty without a Qiskit noise model).
+        qprldp_core.DeviceCertificate: of the circuit (with its variance floor); its
+        ``coverage`` is :func:`noise_coverage`'s (empty without a Qiskit noise model).
     """
     import pennylane as qml
     import torch
@@ -207,8 +208,7 @@ def certify_job_device(*, epsilon: float, qubits: int = 4, layers: int = 2,
         if noise_model is not None:
             qnode = qml.add_noise(qnode, noise_model, level="device")  # on the native gates
         cert = certify_device(qnode, epsilon=epsilon, delta=delta, args=args)
-    object.__setattr__(cert, "coverage", coverage)  # frozen dataclass without slots
-    return cert
+    return dataclasses.replace(cert, coverage=tuple(coverage))
 
 
 def _up(x: float) -> str:
@@ -251,7 +251,7 @@ def format_report(cert, *, source: str, qubits: int, layers: int) -> str:
             lines.append(f"  smallest certified ε at δ = {cert.delta:g} for DepolarizingChannel"
                          f"(q={q:g}): QPrLDP {_up(e_qprldp)}, QLDP {_up(e_qldp)} (nats, rounded "
                          f"up)")
-    coverage = getattr(cert, "coverage", [])
+    coverage = cert.coverage
     if coverage:
         lines.append("Coverage of the noise model (only the certified parts enter the "
                      "certificates above):")
@@ -282,4 +282,4 @@ def report_dict(cert) -> dict[str, Any]:
             "product_certificates": [one(c) for c in cert.product_certificates],
             "variance_floor": cert.variance_floor, "delta": cert.delta,
             "epsilon_for_delta": [list(e) for e in cert.epsilon_for_delta],
-            "coverage": list(getattr(cert, "coverage", []))}
+            "coverage": list(cert.coverage)}
