@@ -55,9 +55,10 @@ def _split(text: str) -> tuple[str, str] | None:
     return module, attr
 
 
-def _error(value: str, why: str) -> str:
-    return (f"--noise-model {value!r}: {why}. Give a fake backend name such as FakeManilaV2 "
-            f"(qiskit_ibm_runtime.fake_provider), MODULE:NAME or path/to/file.py:NAME.")
+def _error(value: str, why: str, *, hint: bool = True) -> str:
+    return (f"--noise-model {value!r}: {why}." + (
+        " Give a fake backend name such as FakeManilaV2 (qiskit_ibm_runtime.fake_provider), "
+        "MODULE:NAME or path/to/file.py:NAME." if hint else ""))
 
 
 def parse_noise_model(text: str) -> str:
@@ -116,7 +117,8 @@ def load_noise_model(spec: str, *, qubits: int | None = None):
         backend = _fake_backend(spec)
         if qubits is not None and backend.num_qubits < qubits:
             raise ValueError(_error(spec, f"describes {backend.num_qubits} qubits, the model "
-                                          f"needs {qubits}; choose a larger fake backend"))
+                                          f"needs {qubits}; choose a larger fake backend",
+                                    hint=False))
         try:
             from qiskit_aer.noise import NoiseModel
         except ImportError as err:

@@ -107,6 +107,10 @@ def test_certify_refuses_an_unknown_fake_backend(capsys):
     err = capsys.readouterr().err
     assert "--noise-model 'FakeNowhereV2': no such backend in " \
         "qiskit_ibm_runtime.fake_provider" in err
+    assert main(["certify", "--noise-model", "FakeManilaV2", "--qubits", "6", "--epsilon",
+                 "1"]) == 2
+    assert "--noise-model 'FakeManilaV2': describes 5 qubits, the model needs 6; choose a " \
+        "larger fake backend.\n" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(not HAS_QISKIT, reason="pennylane-qiskit is not installed")
