@@ -196,7 +196,7 @@ def _probe_seconds(module, example, rows: int, plans) -> float:
 
 def estimate_cost(module: torch.nn.Module, data_loader: torch.utils.data.DataLoader, *,
                   epochs: float, sample_rate: float | None = None,
-                  probe: bool = False) -> CostEstimate:
+                  probe: bool = False, probe_rows: int | None = None) -> CostEstimate:
     r"""Circuits, shots, device batches and steps of private training, before any circuit runs.
 
     Sampling as :func:`~pennylane_qshiftdp.make_private` does it: Poisson rate
@@ -215,6 +215,10 @@ def estimate_cost(module: torch.nn.Module, data_loader: torch.utils.data.DataLoa
         probe: also time one step on a synthetic batch of :math:`\mathrm{round}(\bar B)`
             zero inputs (this runs that step's circuits on the device; the shot generators of
             simulators are restored afterwards).
+        probe_rows: with ``probe``, time the step on at most this many synthetic rows instead
+            and scale the time linearly to :math:`\bar B` (``None``: the whole expected batch).
+            The scaling assumes a step's time linear in its rows (a device's fixed cost per
+            batch is counted :math:`\bar B` / rows times).
 
     Returns:
         CostEstimate: the plan (``as_dict()`` gives the keys of :data:`COST_KEYS`).
@@ -258,7 +262,13 @@ def estimate_cost(module: torch.nn.Module, data_loader: torch.utils.data.DataLoa
         batches += plan.cost.device_batches
     seconds = None
     if probe:
-        seconds = _probe_seconds(module, example, max(1, round(expected)), plans)
+        rows = max(1, round(expected))
+        if probe_rows is not None:
+            if isinstance(probe_rows, bool) or not isinstance(probe_rows, int) or probe_rows < 1:
+                raise ValueError(f"`probe_rows` must be a positive integer. Found "
+                                 f"{probe_rows!r}.")
+            rows = min(rows, probe_rows)
+        seconds = _probe_seconds(module, example, rows, plans) * max(1.0, expected / rows)
     return CostEstimate(
         circuits_per_step=_tidy(circuits), shots_per_step=_tidy(shots),
         device_batches_per_step=batches, steps=steps, total_circuits=_tidy(circuits * steps),

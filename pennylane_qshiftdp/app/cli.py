@@ -27,6 +27,8 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import math
 import sys
@@ -241,11 +243,7 @@ def _add_train_parser(subparsers) -> None:
                    "diagnostics.json and diagnostics.png, and report them in the statement; "
                    "they are NOT protected by the guarantee. By default nothing written "
                    "depends on the private batches")
-    p.add_argument("--noise-model", default=None, metavar="FAKE_BACKEND",
-                   help="with --device qiskit.aer: the noise model of a backend of "
-                   "qiskit_ibm_runtime.fake_provider (offline snapshots of IBM devices), e.g. "
-                   "FakeManilaV2 (qiskit_aer.noise.NoiseModel.from_backend); qshiftdp certify "
-                   "certifies its depolarizing part")
+    _add_noise_model_arg(p)
     p.add_argument("--shot-budget", type=_positive_int, default=None, metavar="SHOTS",
                    help="shots per step for the parameter-shift circuits, split over the "
                    "expected batch and over each example's shifted circuits in proportion to "
@@ -255,16 +253,19 @@ def _add_train_parser(subparsers) -> None:
                    help="print the plan as one JSON object (circuits_per_step, shots_per_step, "
                    "device_batches_per_step, steps, total_circuits, total_shots, "
                    "seconds_per_step, total_seconds) and exit without training or writing "
-                   "anything; the time comes from one probe step on a synthetic batch of the "
-                   "expected size (zeros, no training example), which runs that step's "
-                   "circuits on the device (--no-probe skips it)")
+                   "anything (also in an --output-dir that holds a run); the count is printed "
+                   "on stderr first, then the time comes from one probe step on a synthetic "
+                   "batch of at most 4 rows (zeros, no training example), scaled linearly to "
+                   "the expected batch, which runs those circuits on the device (--no-probe "
+                   "skips it; --no-progress hides the stderr lines)")
     p.add_argument("--no-probe", action="store_true",
                    help="with --dry-run: count only, run no circuit (the seconds are null)")
     p.add_argument("--max-shots", type=_positive_int, default=None,
                    help="refuse, before any circuit runs, a plan expecting more shots in all")
     p.add_argument("--max-circuits", type=_positive_int, default=None,
                    help="refuse, before any circuit runs, a plan expecting more circuits in all")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--no-progress", action="store_true",
+                   help="hide the progress bar (and --dry-run's progress lines)")
     p.add_argument("--skip-plan-check", action="store_true",
                    help="train even when the plan is refused as absurd: its noise multiplier σ "
                    "above the expected batch size qN (every step mostly noise) or its estimated "
@@ -432,16 +433,22 @@ def _run_train(args) -> int:
                         f"evaluation. Found {args.eval_shots}.")
     if args.no_probe and not args.dry_run:
         raise _CLIError("--no-probe goes with --dry-run.")
+    if args.dry_run and args.resume:
+        raise _CLIError("--dry-run plans a new run; drop --resume (a dry run continues nothing).")
     config = _train_config(args)
+    # a dry run writes nothing: the output directory is not checked (it may hold a run)
+    checked = dataclasses.replace(config, output_dir=None) if args.dry_run else config
     try:  # every value error before torch, PennyLane or Opacus is imported
-        check_train_config(config, resume=args.resume)
+        check_train_config(checked, resume=args.resume)
     except (ValueError, TypeError) as err:
         raise _CLIError(_flag_names(str(err))) from err
     from .job import TrainingInterrupted, dry_run, train
 
     if args.dry_run:
         try:
-            plan = dry_run(config, probe=not args.no_probe)
+            plan = dry_run(config, probe=not args.no_probe,
+                           report=None if args.no_progress
+                           else (lambda line: print(line, file=sys.stderr, flush=True)))
         except (ValueError, TypeError, NotImplementedError) as err:
             raise _CLIError(_flag_names(str(err))) from err
         print(json.dumps(plan))
@@ -793,6 +800,9 @@ def _add_audit_parser(subparsers) -> None:
     p.add_argument("--output-dir", default=None,
                    help="write audit.json and one score histogram (PNG) per configuration here "
                    "(with --run: audit_run.json and audit_run.png)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="hide the progress lines and bars on stderr (one per configuration "
+                   "and its trials; with --run the re-run's training bar)")
     _add_json_arg(p)
     p.set_defaults(func=_run_audit)
 
@@ -815,7 +825,8 @@ def _run_audit_run(args) -> int:
         raise _CLIError(f"--confidence must be in (0, 1). Found {args.confidence}.")
     if args.output_dir is not None and not str(args.output_dir).strip():
         raise _CLIError("--output-dir must name a directory. Found ''.")
-    r = audit_run(args.run, canaries=canaries, seed=args.seed, confidence=args.confidence)
+    r = audit_run(args.run, canaries=canaries, seed=args.seed, confidence=args.confidence,
+                  progress=not args.no_progress)
     doc = r.as_dict()
     if args.output_dir is not None:
         out = Path(args.output_dir)
@@ -886,23 +897,24 @@ def _run_audit(args) -> int:
         configs = [{"credit": args.credit, "max_grad_norm": clip}]
     out_dir = Path(args.output_dir) if args.output_dir is not None else None
     results = []
-    for shots in args.shots:
-        for background in dict.fromkeys(args.background):
-            for cfg in configs:
-                r = audit_setting(**cfg, shots=shots, trials=args.trials, seed=args.seed,
-                                  target_epsilon=args.epsilon, target_delta=args.delta,
-                                  beta=args.beta, depolarizing=args.depolarizing,
-                                  clip_norm=args.clip_norm, confidence=args.confidence,
-                                  background=background)
-                if out_dir is not None and not r.refused:
-                    from ..audit import plot_audit
+    runs = [(shots, background, cfg) for shots in args.shots
+            for background in dict.fromkeys(args.background) for cfg in configs]
+    for i, (shots, background, cfg) in enumerate(runs, 1):
+        with _audit_progress(args, i, len(runs), cfg, shots, background) as progress:
+            r = audit_setting(**cfg, shots=shots, trials=args.trials, seed=args.seed,
+                              target_epsilon=args.epsilon, target_delta=args.delta,
+                              beta=args.beta, depolarizing=args.depolarizing,
+                              clip_norm=args.clip_norm, confidence=args.confidence,
+                              background=background, progress=progress)
+        if out_dir is not None and not r.refused:
+            from ..audit import plot_audit
 
-                    name = "".join(c if c.isalnum() or c in "._-" else "_" for c in r.label)
-                    tail = "" if background == "shot" else "_zero"
-                    plot_audit(r, out_dir / f"audit_{name}_Ns{shots}{tail}.png")
-                results.append((shots, r))
-                if not args.json:
-                    print(f"  {r}", file=sys.stderr)
+            name = "".join(c if c.isalnum() or c in "._-" else "_" for c in r.label)
+            tail = "" if background == "shot" else "_zero"
+            plot_audit(r, out_dir / f"audit_{name}_Ns{shots}{tail}.png")
+        results.append((shots, r))
+        if not args.json:
+            print(f"  {r}", file=sys.stderr)
     rows = [{"shots": s, **r.as_dict()} for s, r in results]
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -914,6 +926,39 @@ def _run_audit(args) -> int:
         if out_dir is not None:
             print(f"outputs: {out_dir}")
     return 1 if any(r.proven_refuted for _, r in results) else 0
+
+
+@contextlib.contextmanager
+def _audit_progress(args, i: int, n: int, cfg: dict, shots: int, background: str):
+    """Progress of audit ``i`` of ``n`` on stderr: a line when it starts (building the step,
+    calibrating σ), a tqdm bar over its trials, a line with its seconds when it ends; yields
+    the ``progress(done, total)`` callback of :func:`~pennylane_qshiftdp.audit.audit_setting`
+    (``None`` with --no-progress). The bar reads nothing the audit computes from."""
+    if args.no_progress:
+        yield None
+        return
+    import time
+
+    from tqdm.auto import tqdm
+
+    what = cfg.get("mode") or f"credit {cfg['credit']}, --max-grad-norm {cfg['max_grad_norm']}"
+    print(f"audit {i}/{n}: {what}, Ns = {shots}, background {background}: building the private "
+          f"step and calibrating its noise, then {args.trials} trials on D and on D' ...",
+          file=sys.stderr, flush=True)
+    bar = tqdm(total=args.trials, desc=f"audit {i}/{n} trials", unit="trial", file=sys.stderr,
+               leave=False, mininterval=0.5)
+    start = time.perf_counter()
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    try:
+        yield progress
+    finally:
+        bar.close()
+    print(f"audit {i}/{n}: done in {time.perf_counter() - start:.1f} s", file=sys.stderr,
+          flush=True)
 
 
 def _print_audit_table(results) -> None:
@@ -1004,9 +1049,11 @@ def _add_certify_parser(subparsers) -> None:
         description="Certify the depolarizing noise of the device `qshiftdp train` trains on: "
         "the job's circuit on --qubits qubits with PennyLane's DepolarizingChannel(q) on "
         "every qubit after the last gate (--depolarizing q, as `qshiftdp train "
-        "--depolarizing`), or with a noise model (--noise-model MODULE:NAME: a PennyLane "
-        "NoiseModel, or a Qiskit Aer noise model; each of its channels counts through its "
-        "depolarizing part, the largest p with N = D_p o M). Prints the QPrLDP and QLDP "
+        "--depolarizing`), or with a noise model (--noise-model: a fake backend such as "
+        "FakeManilaV2, or MODULE:NAME naming a PennyLane or Qiskit Aer NoiseModel, as `qshiftdp "
+        "train --noise-model`; each of its channels counts through its depolarizing part, the "
+        "largest p with N = D_p o M, and the report lists what is not covered: thermal "
+        "relaxation, reset and readout errors). Prints the QPrLDP and QLDP "
         "certificates (ε, δ) of every noise channel and of the final noise layer, and the "
         "proven variance floor v_min. These certify the device channel, not the training "
         "data. For a depolarizing channel given by its parameter see `qprldp certify`.",
@@ -1015,9 +1062,7 @@ def _add_certify_parser(subparsers) -> None:
     noise.add_argument("--depolarizing", type=float, default=None, metavar="Q",
                        help="PennyLane DepolarizingChannel q in [0, 0.75] on every qubit "
                        "(D_p with p = 4q/3)")
-    noise.add_argument("--noise-model", default=None, metavar="MODULE:NAME",
-                       help="a PennyLane NoiseModel or Qiskit Aer NoiseModel (or a function "
-                       "returning one), e.g. mynoise.py:model")
+    _add_noise_model_arg(noise)
     p.add_argument("--epsilon", type=float, required=True, help="ε in nats, >= 0")
     p.add_argument("--delta", type=float, default=None,
                    help="also print the smallest certified ε for this δ in [0, 1]")
@@ -1043,7 +1088,8 @@ def _run_certify(args) -> int:
         raise _CLIError(f"--qubits must be at most {MAX_QUBITS}. Found {args.qubits}.")
     from .certify import certify_job_device, format_report, load_noise_model, report_dict
 
-    model = None if args.noise_model is None else load_noise_model(args.noise_model)
+    model = (None if args.noise_model is None
+             else load_noise_model(args.noise_model, qubits=args.qubits))
     cert = certify_job_device(epsilon=args.epsilon, delta=args.delta, qubits=args.qubits,
                               layers=args.layers, depolarizing=args.depolarizing,
                               noise_model=model)
@@ -1071,6 +1117,14 @@ def _add_accountant_arg(p: argparse.ArgumentParser) -> None:
         help="accountant: pld (dp-accounting's privacy loss distributions, pessimistic; "
         "default), rdp (Opacus) or prv (Opacus; slower)",
     )
+
+
+def _add_noise_model_arg(p) -> None:
+    """``--noise-model`` (train and certify: one parser, one help text)."""
+    from .noise_spec import NOISE_MODEL_HELP, NOISE_MODEL_METAVAR, parse_noise_model
+
+    p.add_argument("--noise-model", default=None, metavar=NOISE_MODEL_METAVAR,
+                   type=parse_noise_model, help=NOISE_MODEL_HELP)
 
 
 def _add_json_arg(p: argparse.ArgumentParser) -> None:

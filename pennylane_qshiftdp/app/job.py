@@ -146,12 +146,14 @@ _SIMULATORS = ("default.qubit", "lightning.qubit", "lightning.gpu", "lightning.k
 
 def device_options(config, device: str) -> dict:
     """Keyword arguments of the training device: the noise model of ``config.noise_model``
-    (a backend of ``qiskit_ibm_runtime.fake_provider``, read offline) for qiskit.aer.
+    for qiskit.aer (:func:`~.noise_spec.load_noise_model`: a backend of
+    ``qiskit_ibm_runtime.fake_provider``, read offline, or ``MODULE:NAME`` naming a Qiskit Aer
+    ``NoiseModel``).
 
     Raises:
-        ValueError: for a noise model on another device, without pennylane-qiskit, or naming
-            no fake backend (the message lists a few), or a backend with fewer qubits than the
-            model.
+        ValueError: for a noise model on another device, without pennylane-qiskit, naming no
+            fake backend (the message lists a few) or no Qiskit Aer noise model, or a backend
+            with fewer qubits than the model.
     """
     name = config.noise_model
     if name is None:
@@ -159,24 +161,24 @@ def device_options(config, device: str) -> dict:
     if device != "qiskit.aer":
         raise ValueError(f"`noise_model` is a noise model of Qiskit's simulator; it needs "
                          f"device='qiskit.aer'. Found device={device!r}.")
-    try:
-        from qiskit_aer.noise import NoiseModel
-        from qiskit_ibm_runtime import fake_provider
-    except ImportError as err:
-        raise ValueError("`noise_model` needs pennylane-qiskit (with qiskit-aer and "
-                         "qiskit-ibm-runtime): pip install 'pennylane-qshiftdp[qiskit]'.") from err
-    backend_cls = getattr(fake_provider, name, None) if name.startswith("Fake") else None
-    if not isinstance(backend_cls, type):
-        known = sorted(n for n in dir(fake_provider) if n.startswith("Fake") and n.endswith("V2"))
-        raise ValueError(f"`noise_model` must name a backend of "
-                         f"qiskit_ibm_runtime.fake_provider, e.g. {', '.join(known[:4])}. "
-                         f"Found {name!r}.")
-    backend = backend_cls()
+    from .noise_spec import is_qiskit_noise_model, load_noise_model
+
     wires = config.qubits if isinstance(config.qubits, int) else 1
-    if backend.num_qubits < wires:
-        raise ValueError(f"`noise_model` {name!r} describes {backend.num_qubits} qubits; the "
-                         f"model needs {wires}. Choose a larger fake backend.")
-    return {"noise_model": NoiseModel.from_backend(backend)}
+    model = load_noise_model(name, qubits=wires)  # the same forms as `qshiftdp certify`
+    if not is_qiskit_noise_model(model):
+        raise ValueError(f"--noise-model {name!r} names a PennyLane NoiseModel; training "
+                         f"simulates a Qiskit Aer NoiseModel (or a fake backend's) on "
+                         f"device='qiskit.aer'. `qshiftdp certify` takes both.")
+    return {"noise_model": model}
+
+
+def _noise_model_text(name: str) -> str:
+    """The ledger's description of ``--noise-model name``."""
+    from .noise_spec import is_fake_backend_name
+
+    if is_fake_backend_name(name):
+        return f"{name} (qiskit_ibm_runtime.fake_provider; qiskit_aer NoiseModel.from_backend)"
+    return f"{name} (a Qiskit Aer NoiseModel)"
 
 
 def _shot_sampling(config, device: str, shots) -> str:
@@ -796,8 +798,7 @@ def _result(job: _Job, last: int, x_test, y_test) -> TrainResult:
     if ledger is not None:
         ledger.extra_update({"shots_per_circuit": job.shots, "device": job.device,
                              "shot_sampling": job.sampling}
-                            | ({"noise_model": job.config.noise_model + " (qiskit_ibm_runtime."
-                                "fake_provider; qiskit_aer NoiseModel.from_backend)"}
+                            | ({"noise_model": _noise_model_text(job.config.noise_model)}
                                if job.config.noise_model else {}))
     metrics = job.metrics
     mid_epoch = job.interrupted and job.step_in_epoch > 0  # the weights moved since metrics[-1]
@@ -898,17 +899,26 @@ def _loader(job: _Job):
                                        batch_size=config.expected_batch_size)
 
 
-def dry_run(config: TrainConfig, *, probe: bool = True) -> dict:
+#: ``dry_run``'s probe batch: at most this many synthetic rows, the time scaled to qN.
+DRY_RUN_PROBE_ROWS = 4
+
+
+def dry_run(config: TrainConfig, *, probe: bool = True, report=None,
+            probe_rows: int | None = DRY_RUN_PROBE_ROWS) -> dict:
     r"""What ``train(config)`` would cost, without training: ``qshiftdp train --dry-run``.
 
     The data set is loaded (for its size) and the model built, but nothing is trained and
-    nothing is written. The circuits are counted, not run (:func:`~pennylane_qshiftdp.cost.
-    estimate_cost`); with ``probe`` one step of a synthetic batch of the expected size (zero
-    inputs, no training example) is run and timed on the training device.
+    nothing is written (the output directory is not read either). The circuits are counted,
+    not run (:func:`~pennylane_qshiftdp.cost.estimate_cost`); with ``probe`` one step of a
+    synthetic batch (zero inputs, no training example) of at most ``probe_rows`` rows is run
+    and timed on the training device, and the time scaled linearly to the expected batch.
 
     Args:
         config: the run's settings (``max_shots`` / ``max_circuits`` are checked).
         probe: time one step (runs its circuits on the device).
+        report: ``report(line)`` receives one line per phase (the count as soon as it is
+            known, then the probe's start and end); ``None``: silent.
+        probe_rows: the probe's synthetic batch (``None``: the whole expected batch).
 
     Returns:
         dict: ``circuits_per_step``, ``shots_per_step``, ``device_batches_per_step``,
@@ -918,8 +928,36 @@ def dry_run(config: TrainConfig, *, probe: bool = True) -> dict:
     Raises:
         ValueError: for invalid settings, or a plan over ``max_shots`` / ``max_circuits``.
     """
+    from ..cost import estimate_cost
+
+    def say(line: str) -> None:
+        if report is not None:
+            report(line)
+
+    say("dry run: loading the data set's shape and building the model (nothing is written)")
     job = _build(config)
-    return _plan(job, _loader(job), probe=probe).as_dict()
+    loader = _loader(job)
+    plan = _plan(job, loader, probe=False)
+    say(f"dry run: counted {plan.circuits_per_step:,.6g} circuits and "
+        f"{plan.shots_per_step:,.6g} shots per step x {plan.steps} steps = "
+        f"{plan.total_circuits:,.6g} circuits, {plan.total_shots:,.6g} shots "
+        f"(expected batch {plan.expected_batch_size:.4g}; no circuit run)")
+    if not probe:
+        return plan.as_dict()
+    expected = plan.expected_batch_size
+    rows = max(1, round(expected)) if probe_rows is None else min(max(1, round(expected)),
+                                                                 probe_rows)
+    scale = max(1.0, expected / rows)
+    per_row = plan.circuits_per_step / expected if expected else 0.0
+    say(f"dry run: probe: one step on a synthetic batch of {rows} public rows (zeros, no "
+        f"training example): about {per_row * rows:,.0f} circuits on {job.device}; its time "
+        f"is scaled x{scale:.3g} to the expected batch {expected:.4g}")
+    t0 = time.perf_counter()
+    plan = estimate_cost(job.model, loader, epochs=job.config.epochs, probe=True,
+                         probe_rows=rows)
+    say(f"dry run: probe done in {time.perf_counter() - t0:.1f} s: about "
+        f"{plan.seconds_per_step:.3g} s per step, {plan.total_seconds:.3g} s in all")
+    return plan.as_dict()
 
 
 def _trained_weights(job: _Job) -> np.ndarray:

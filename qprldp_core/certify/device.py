@@ -55,6 +55,9 @@ class DeviceCertificate:
             :math:`\mathcal D_p\circ\mathcal M`); its certificates in
             ``channel_certificates`` (those of :math:`\mathcal D_p` on dimension d, for
             p > 0) are proven upper bounds, not exact values.
+        coverage: set by the caller that converted the noise (empty here): which parts of a
+            noise model the certificates cover and which not, one dict per kind of error
+            (``pennylane_qshiftdp.app.certify.noise_coverage`` for a Qiskit Aer model).
     """
 
     source: str
@@ -69,6 +72,7 @@ class DeviceCertificate:
     epsilon_for_delta: tuple[tuple[float, float, float], ...] = ()
     rule: str = ""
     depolarizing_parts: tuple[tuple[str, int, float], ...] = ()
+    coverage: tuple[dict, ...] = ()
 
 
 _FLOOR_RULE = (

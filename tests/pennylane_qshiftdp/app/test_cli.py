@@ -509,3 +509,29 @@ def test_batch_size_must_be_a_positive_integer_naming_the_flag(value, capsys):
     assert main(["train", "--batch-size", value]) == 2
     err = capsys.readouterr().err
     assert "argument --batch-size: must be a positive integer" in err and repr(value) in err
+
+
+def test_audit_reports_progress_on_stderr_with_the_same_results(capsys):
+    """issue 45 item 5: `qshiftdp audit` says what it runs (a line per configuration, a bar
+    over its trials, its time) on stderr; stdout's JSON is that of --no-progress (but for the
+    wall times)."""
+    argv = ["audit", "--trials", "8", "--background", "zero", "shot", "--json"]
+    docs, errs = [], []
+    for extra in ([], ["--no-progress"]):
+        assert main([*argv, *extra]) == 0
+        out = capsys.readouterr()
+        docs.append(json.loads(out.out))
+        errs.append(out.err)
+    for doc in docs:
+        for row in doc["results"]:
+            row.pop("seconds")
+    assert docs[0] == docs[1] and len(docs[0]["results"]) == 2
+    err = errs[0]
+    first = ("audit 1/2: credit none, --max-grad-norm certified, Ns = 2, background zero: "
+             "building the private step and calibrating its noise, then 8 trials on D and on "
+             "D' ...")
+    second = "audit 2/2: credit none, --max-grad-norm certified, Ns = 2, background shot"
+    assert first in err and second in err and err.index(first) < err.index(second)
+    assert "audit 1/2 trials:" in err and "/8 [" in err  # the tqdm bar over the trials
+    assert "audit 1/2: done in " in err and "audit 2/2: done in " in err
+    assert "audit " not in errs[1]

@@ -45,6 +45,65 @@ def test_dry_run_prints_the_plan_as_one_json_object(capsys, tmp_path):
     assert {k: probed[k] for k in COST_KEYS[:6]} == {k: plan[k] for k in COST_KEYS[:6]}
 
 
+def _tree(folder):
+    """Every file under ``folder``: its bytes and modification time."""
+    return {str(f.relative_to(folder)): (f.read_bytes(), f.stat().st_mtime_ns)
+            for f in sorted(folder.rglob("*")) if f.is_file()}
+
+
+def test_a_dry_run_in_a_folder_holding_a_run_is_allowed_and_writes_nothing(capsys, tmp_path):
+    """issue 45 item 5: a dry run writes nothing, so a folder holding a run does not refuse it
+    (a training run there still is refused); the folder is unchanged, probe or not."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "ledger.json").write_text('{"steps": 3}')
+    (run / "checkpoint.pt").write_bytes(b"not really a checkpoint")
+    (run / "sub").mkdir()
+    (run / "sub" / "note.txt").write_text("kept")
+    before = _tree(run)
+    for extra in (["--no-probe"], []):
+        plan = _dry_run(capsys, *_TINY, *extra, "--output-dir", str(run))
+        assert plan["steps"] == 9
+        assert _tree(run) == before and sorted(p.name for p in run.iterdir()) == [
+            "checkpoint.pt", "ledger.json", "sub"]
+    assert main([*_TINY, "--output-dir", str(run)]) == 2
+    assert "already holds a run" in capsys.readouterr().err
+    assert main([*_TINY, "--output-dir", str(run), "--dry-run", "--resume"]) == 2
+    assert "--dry-run plans a new run; drop --resume" in capsys.readouterr().err
+    assert _tree(run) == before
+
+
+def test_the_dry_run_reports_the_count_before_it_probes_a_small_batch(capsys, monkeypatch):
+    """The count is on stderr before any circuit runs; the probe times at most 4 synthetic
+    rows and scales the time to the expected batch; stdout keeps its one JSON object."""
+    from pennylane_qshiftdp import cost
+
+    argv = [a for a in _TINY if a != "--no-progress"]
+    calls = []
+    real = cost._probe_seconds
+
+    def probe(module, example, rows, plans):
+        calls.append((rows, capsys.readouterr().err))  # what stderr held when the probe ran
+        real(module, example, rows, plans)
+        return 0.5
+
+    monkeypatch.setattr(cost, "_probe_seconds", probe)
+    plan = _dry_run(capsys, *argv)
+    [(rows, err_before)] = calls
+    assert rows == job_module.DRY_RUN_PROBE_ROWS == 4
+    count = (f"dry run: counted {_EXPECTED_BATCH * _CIRCUITS_PER_EXAMPLE:,.6g} circuits and "
+             f"{50 * _EXPECTED_BATCH * _CIRCUITS_PER_EXAMPLE:,.6g} shots per step x 9 steps")
+    assert count in err_before
+    assert "probe: one step on a synthetic batch of 4 public rows" in err_before
+    assert f"scaled x{_EXPECTED_BATCH / 4:.3g} to the expected batch" in err_before
+    assert plan["seconds_per_step"] == pytest.approx(0.5 * _EXPECTED_BATCH / 4)
+    assert plan["total_seconds"] == pytest.approx(9 * plan["seconds_per_step"])
+    monkeypatch.setattr(cost, "_probe_seconds", real)
+    _dry_run(capsys, *_TINY)  # --no-progress: no progress lines
+    main([*_TINY, "--dry-run"])
+    assert "dry run:" not in capsys.readouterr().err
+
+
 def test_dry_run_of_the_neuron_model_counts_every_output(capsys):
     """iris (3 classes): one one-qubit layer per output, each with an input gradient."""
     plan = _dry_run(capsys, "train", "--dataset", "iris", "--no-probe")
@@ -162,6 +221,29 @@ def test_noise_model_errors_name_the_flag(capsys):
            "device='qiskit.aer'. Found device='default.qubit'." in capsys.readouterr().err
 
 
+@pytest.mark.skipif(not HAS_QISKIT, reason="pennylane-qiskit is not installed")
+def test_train_takes_a_qiskit_noise_model_file_and_refuses_a_pennylane_one(capsys, tmp_path):
+    """`train --noise-model` takes certify's forms: a file naming a Qiskit Aer NoiseModel runs
+    (the device gets that model); a PennyLane NoiseModel is refused, naming the flag."""
+    path = tmp_path / "hw.py"
+    path.write_text("import pennylane as qml\n"
+                    "from qiskit_aer.noise import NoiseModel, depolarizing_error\n"
+                    "aer = NoiseModel()\n"
+                    "aer.add_all_qubit_quantum_error(depolarizing_error(0.01, 1), ['sx'])\n"
+                    "pl = qml.NoiseModel({})\n")
+    base = ["train", "--dataset", "iris", "--device", "qiskit.aer", "--shot-sampling", "device",
+            "--shots", "20", "--dry-run", "--no-probe", "--output-dir", str(tmp_path / "o")]
+    assert main([*base, "--noise-model", f"{path}:aer"]) == 0
+    assert json.loads(capsys.readouterr().out)["circuits_per_step"] > 0
+    assert main([*base, "--noise-model", f"{path}:pl"]) == 2
+    assert f"--noise-model '{path}:pl' names a PennyLane NoiseModel" in capsys.readouterr().err
+    from pennylane_qshiftdp.app.config import TrainConfig
+
+    opts = job_module.device_options(TrainConfig(noise_model=f"{path}:aer"), "qiskit.aer")
+    assert type(opts["noise_model"]).__name__ == "NoiseModel"
+    assert "sx" in opts["noise_model"].noise_instructions
+
+
 def test_make_device_seeds_only_the_simulators_that_take_a_seed():
     from pennylane_qshiftdp.app.models import SEEDED_DEVICES, make_device
 
@@ -178,8 +260,12 @@ def test_qiskit_aer_settings_refused_before_training(capsys):
             "--shots", "20", "--dry-run", "--no-probe"]
     code = main([*base, "--noise-model", "FakeNowhereV2"])
     err = capsys.readouterr().err
-    assert code == 2 and "`--noise-model` must name a backend of " \
-        "qiskit_ibm_runtime.fake_provider, e.g." in err
+    assert code == 2 and "--noise-model 'FakeNowhereV2': no such backend in " \
+        "qiskit_ibm_runtime.fake_provider (e.g." in err
+    code = main([*base, "--noise-model", "nomodule"])  # the form, refused by the parser
+    err = capsys.readouterr().err
+    assert code == 2 and "argument --noise-model: --noise-model 'nomodule': not a fake " \
+        "backend name nor MODULE:NAME" in err
     code = main([*base, "--model", "quantum", "--qubits", "2", "--classes", "setosa,versicolor",
                  "--credit", "adaptive", "--beta", "1e-6"])
     err = capsys.readouterr().err
