@@ -70,11 +70,19 @@ from .model_checks import (
     layer_sensitivity,
     output_shape,
     preserved_shot_rngs,
+    simulator_twins,
     torch_layers,
     twinned_devices,
 )
 from .optimizers.optimizer import QShiftDPOptimizer
-from .optimizers.public_clip import domain_gradient_bound
+from .optimizers.public_clip import (
+    CALIBRATION_EXAMPLES,
+    CALIBRATION_QUANTILE,
+    calibrated_clip_norm,
+    domain_gradient_bound,
+    synthetic_batch,
+    synthetic_gradient_norms,
+)
 
 __all__ = [
     "make_private", "check_per_example_loss", "default_clip_mode", "CLIP_MODES",
@@ -83,7 +91,7 @@ __all__ = [
 
 #: Accepted string values of ``max_grad_norm`` (a positive float is fixed DP-SGD clipping;
 #: ``None`` chooses from the model's structure, :func:`default_clip_mode`).
-CLIP_MODES = ("certified", "public", "adaptive", "automatic")
+CLIP_MODES = ("calibrated", "certified", "public", "adaptive", "automatic")
 
 #: Stability constant γ of automatic clipping, in units of C (Bu et al., arXiv:2206.07136,
 #: who use 0.01 throughout): a per-example gradient g is scaled by 1/(‖g‖ + γ).
@@ -261,6 +269,15 @@ def _prepare_sensitivity(model: _Model, example, *, max_grad_norm, credit, loss,
             except (SensitivityError, ValueError, NotImplementedError):
                 return None
         return None
+    if max_grad_norm == "calibrated":
+        if len(layers) == 1 and not model.classical:
+            try:  # Δ stays the certificate: the calibrated clip is never above it
+                return layer_sensitivity(model.module, layers[0], example,
+                                         loss=LinearLoss() if loss is None else loss,
+                                         adjacency="add_remove", jacobian_bound=jacobian_bound)
+            except (SensitivityError, ValueError, NotImplementedError):
+                return None
+        return None
     if max_grad_norm in ("certified", "public") or credit != "none":
         if len(layers) != 1:
             what = (f"max_grad_norm={max_grad_norm!r}" if max_grad_norm in ("certified", "public")
@@ -279,43 +296,96 @@ def default_clip_mode(module: torch.nn.Module, *,
                       credit: str = "none") -> str:
     """The clip mode :func:`make_private` uses when ``max_grad_norm`` is not given.
 
-    ``"certified"`` (Q-ShiftDP: C = the a-priori bound Δ) for a model with exactly one
-    TorchLayer (frozen ones count) whose weights are its only trainable parameters, for a hybrid
-    model whose classical parameters get their own clip (``classical_max_grad_norm``), and for
-    every shot-noise credit mode; ``"automatic"`` (automatic clipping, Bu et al.,
-    arXiv:2206.07136) for every other model: hybrids without a classical clip, several
-    TorchLayers, classical models. The choice reads the module's structure only (which layers
-    hold trainable parameters), never the data, so it costs no privacy (derived here;
-    docs/engine.md §3a).
+    ``"calibrated"`` (C = the median per-example gradient norm of the model at its initial
+    weights on public synthetic examples, never above the certified Δ where Δ applies;
+    docs/utility.md) for every model without a shot-noise credit or a classical clip;
+    ``"certified"`` (Q-ShiftDP: C = the a-priori bound Δ) for a hybrid model whose classical
+    parameters get their own clip (``classical_max_grad_norm``) and for every shot-noise
+    credit mode (a credit counts the shot noise of unclipped gradients). The choice reads the
+    arguments only, never the data, so it costs no privacy (derived here; docs/engine.md §3a).
 
     Args:
-        module: the model, with PennyLane or product TorchLayers.
+        module: the model, with PennyLane or product TorchLayers (any structure).
         classical_max_grad_norm: as in :func:`make_private`.
         credit: as in :func:`make_private`.
 
     Returns:
-        str: ``"certified"`` or ``"automatic"``.
+        str: ``"calibrated"`` or ``"certified"``.
 
     Example:
         >>> default_clip_mode(torch.nn.Linear(3, 2))
-        'automatic'
+        'calibrated'
     """
+    del module  # every structure gets the calibrated clip; kept for the signature
     if credit != "none" or classical_max_grad_norm is not None:
         return "certified"
-    layers = torch_layers(module)
-    if len(layers) != 1:
-        return "automatic"
-    quantum = {id(p) for p in layers[0].parameters()}
-    classical = [p for p in module.parameters() if p.requires_grad and id(p) not in quantum]
-    return "automatic" if classical else "certified"
+    return "calibrated"
+
+
+def _calibrated_clipping(model: _Model, sampling: _Sampling, sens, *, input_range, loss,
+                         criterion, classical_max_grad_norm, default_mode) -> _Clipping:
+    """C = the median per-example gradient norm at the initial weights on public synthetic
+    examples (shape and dtype of the data's first row only; inputs on ``input_range`` or
+    standard normal; synthetic labels), capped at Δ where Δ applies."""
+    if classical_max_grad_norm is not None:
+        raise ValueError(
+            "max_grad_norm='calibrated' calibrates one clip for all trainable parameters; "
+            f"`classical_max_grad_norm` ({classical_max_grad_norm!r}) has no meaning there. "
+            "Drop it, or use max_grad_norm='certified' for per-layer clipping.")
+    example, label = sampling.dataset[0][0], sampling.dataset[0][1]
+    shape = output_shape(model.module, example)
+    n_out = int(shape[-1]) if len(shape) >= 2 else 1
+    x, y = synthetic_batch(torch.as_tensor(example), torch.as_tensor(label), n_outputs=n_out,
+                           input_range=input_range, seed=0)
+    if criterion is not None:
+        loss_fn, loss_text = criterion, "the declared criterion"
+    elif loss is not None:
+        loss_fn, loss_text = loss, f"the declared loss ({getattr(loss, 'name', 'loss')})"
+    else:
+        loss_fn = None
+        loss_text = ("cross-entropy" if not torch.as_tensor(label).is_floating_point()
+                     and n_out >= 2 else "a linear loss with |∂ℓ/∂f| = 1 per output")
+    with simulator_twins(model.module):
+        norms = synthetic_gradient_norms(model.module, model.trainable, x, y, loss_fn)
+    clip = calibrated_clip_norm(norms)
+    capped = sens is not None and sens.delta < clip
+    if capped:
+        clip = sens.delta
+    where = (f"uniform on the declared input_range {list(input_range)}" if input_range
+             is not None else "standard normal per input feature")
+    info = {"mode": "calibrated", "clip_norm": clip, "quantile": CALIBRATION_QUANTILE,
+            "synthetic_examples": CALIBRATION_EXAMPLES, "synthetic_inputs": where,
+            "calibration_loss": loss_text,
+            "synthetic_gradient_norm_quantiles": {
+                str(p): float(torch.quantile(norms, p)) for p in (0.1, 0.5, 0.9)},
+            "description": f"C = {clip:.4g}, the median per-example gradient norm of the model "
+            f"at its initial weights (chosen before the data) on {CALIBRATION_EXAMPLES} public "
+            f"synthetic examples (inputs {where}, labels drawn at random, {loss_text}; only the "
+            "shape and dtype of the data's rows are read, never their values)"
+            + ("; capped at the certified bound Δ" if capped else
+               f"; the certified bound Δ = {sens.delta:.4g} stays the certificate, not the clip"
+               if sens is not None else "")
+            + "; every per-example gradient is clipped at C (a clip may bind: bias, not "
+            "privacy)"}
+    if sens is not None:
+        info["delta"] = sens.delta
+    if default_mode:
+        info["description"] += (" (the default: chosen from the model, its initial weights and "
+                                "public synthetic inputs only, never from the data)")
+    return _Clipping(clip, None, info)
 
 
 def _prepare_clipping(model: _Model, sampling: _Sampling, sens, *, max_grad_norm,
                       classical_max_grad_norm, input_range, adaptive_clipping,
-                      seed, loss, default_mode: bool = False) -> _Clipping:
+                      seed, loss, default_mode: bool = False, criterion=None) -> _Clipping:
     """The clip norm of each mode and its description for the privacy statement."""
     classical, layers = model.classical, model.layers
     example = sampling.dataset[0][0]
+    if max_grad_norm == "calibrated":
+        return _calibrated_clipping(model, sampling, sens, input_range=input_range, loss=loss,
+                                    criterion=criterion,
+                                    classical_max_grad_norm=classical_max_grad_norm,
+                                    default_mode=default_mode)
     if max_grad_norm == "certified":
         quantum_params = [p for p in model.trainable if id(p) in model.quantum]
         groups = None
@@ -797,7 +867,7 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         sens = _prepare_sensitivity(model, example, max_grad_norm=max_grad_norm, credit=credit,
                                     loss=loss, adaptive_clipping=adaptive_clipping,
                                     jacobian_bound=jacobian_bound)
-        if loss is not None and max_grad_norm not in ("certified", "public"):
+        if loss is not None and max_grad_norm not in ("certified", "public", "calibrated"):
             warnings.warn("`loss` is used only with max_grad_norm='certified' or 'public'; the "
                           "clip norm bounds the gradients here.", PrivacyWarning, stacklevel=2)
         coverage = None
@@ -809,7 +879,8 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         clipping = _prepare_clipping(model, sampling, sens, max_grad_norm=max_grad_norm,
                                      classical_max_grad_norm=classical_max_grad_norm,
                                      input_range=input_range, adaptive_clipping=adaptive_clipping,
-                                     seed=seed, loss=loss, default_mode=default_mode)
+                                     seed=seed, loss=loss, default_mode=default_mode,
+                                     criterion=criterion)
         _check_credit(model, sens, credit=credit, max_grad_norm=max_grad_norm,
                       variance_floor=variance_floor)
         allocation = _prepare_shot_budget(model, sampling, example, shot_budget)
