@@ -34,6 +34,8 @@ stratified 75/25 split of the seed. Methods:
 * ``linear``: logistic/softmax regression ``Linear(d, K)`` on the model's input features under
   the same Opacus engine (clip 1.0, SGD lr 0.5);
 * ``clip=C``: ``make_private`` with a fixed DP-SGD clip C (the study's sweep);
+* ``mode=M``: ``make_private(max_grad_norm=M)``, e.g. ``mode=certified`` or
+  ``mode=automatic`` (the defaults before issue 44);
 * ``nonprivate``: the same model, backprop, the same optimiser, shuffled batches.
 
 ``--study`` adds, per model, at its initial weights on public synthetic inputs (uniform in its
@@ -294,7 +296,7 @@ def run_one(model: str, method: str, epsilon: float, seed: int, *, epochs=None,
         x_tr, y_tr = x_tr[:max_rows], y_tr[:max_rows]
     epochs = SPEC[model][4] if epochs is None else epochs
     private = method not in ("nonprivate",)
-    ours = method == "defaults" or method.startswith("clip=")
+    ours = method == "defaults" or method.startswith(("clip=", "mode="))
     if method == "linear":
         out = 1 if SPEC[model][5] in ("bce", "mse") else k
         net = torch.nn.Linear(x_tr.shape[1], out)
@@ -316,7 +318,8 @@ def run_one(model: str, method: str, epsilon: float, seed: int, *, epochs=None,
         warnings.simplefilter("ignore")
         engine = None
         if ours:
-            extra = {} if method == "defaults" else {"max_grad_norm": float(method[5:])}
+            extra = ({} if method == "defaults" else {"max_grad_norm": float(method[5:])}
+                     if method.startswith("clip=") else {"max_grad_norm": method[5:]})
             net, opt, loader = qs.make_private(net, opt, loader, target_epsilon=epsilon,
                                                target_delta=DELTA, epochs=epochs, seed=seed,
                                                **extra)
@@ -363,7 +366,7 @@ def _chance(y) -> float:
 
 
 def study(model: str, epsilon: float, seed: int = 0, n: int = 128,
-          clips=(0.1, 0.3, 1.0, 3.0)) -> dict:
+          clips=(0.1, 0.3, 1.0, 3.0), named: dict | None = None) -> dict:
     """Clip bias, noise-to-signal and step size of one model at its initial weights on public
     synthetic inputs (uniform in the input box) and uniform synthetic labels."""
     import torch
@@ -407,12 +410,14 @@ def study(model: str, epsilon: float, seed: int = 0, n: int = 128,
             except Exception:  # noqa: BLE001 - the study records what it could compute
                 delta = None
     rows = []
-    for c in [*clips, *([delta] if delta else []), "median", "automatic"]:
+    named = dict(named or {})
+    for c in [*clips, *([delta] if delta else []), "median", "automatic", *named]:
         if c == "automatic":
             factor = 1.0 / (norms + 0.01)
             c_val = 1.0
         else:
-            c_val = float(norms.median()) if c == "median" else float(c)
+            c_val = (float(norms.median()) if c == "median" else float(named[c])
+                     if c in named else float(c))
             factor = torch.clamp(c_val / norms.clamp_min(1e-12), max=1.0)
         clipped = g * factor[:, None]
         cmean = clipped.mean(0)
@@ -430,6 +435,49 @@ def study(model: str, epsilon: float, seed: int = 0, n: int = 128,
     qs_ = torch.quantile(norms, torch.tensor([0.1, 0.5, 0.9], dtype=norms.dtype))
     return {"model": model, "epsilon": epsilon, "sigma": sigma, "coordinates": d,
             "delta": delta, "norm_quantiles": [float(v) for v in qs_], "clips": rows}
+
+
+def study_markdown(studies: list[dict], rows: list[dict], epsilon: float = 4.0) -> str:
+    """The study's table at ``epsilon``: per model the clip of the defaults and of the old
+    default (Δ or automatic clipping) and C = 1, each with its fraction of synthetic examples
+    clipped, the cosine and relative bias of the clipped mean, the noise-to-signal ratio; and
+    the median accuracies of the runs (defaults, old default, best fixed clip)."""
+    def acc(model, method):
+        v = [r["test_accuracy"] for r in rows if r["model"] == model and r["method"] == method
+             and (r["epsilon"] == epsilon or method == "nonprivate")]
+        return statistics.median(v) if v else None
+
+    def fmt(v, spec=".3f"):
+        return "" if v is None else format(v, spec)
+
+    out = ["| model | d | σ | m (median synthetic norm) | clip | C | clipped | cos | bias | "
+           "noise/signal | accuracy |", "|" + "---|" * 11]
+    for st in studies:
+        if st["epsilon"] != epsilon:
+            continue
+        model = st["model"]
+        by = {str(c["clip"]): c for c in st["clips"]}
+        old = "mode=certified (run)" if "mode=certified (run)" in by else "automatic"
+        fixed = {m: acc(model, m) for m in ("clip=0.3", "clip=1.0", "clip=3.0")}
+        fixed = {m: v for m, v in fixed.items() if v is not None}
+        best = max(fixed, key=fixed.get) if fixed else None
+        picks = [("defaults", "defaults (run)", acc(model, "defaults")),
+                 ("old default", old, acc(model, "mode=certified" if "certified" in old
+                                          else "mode=automatic")),
+                 ("C = 1", "1.0", acc(model, "clip=1.0"))]
+        if best is not None and best != "clip=1.0":
+            picks.append((f"best fixed ({best})", str(float(best[5:])), fixed[best]))
+        for j, (label, key, a) in enumerate(picks):
+            c = by.get(key)
+            if c is None:
+                continue
+            head = ([model, str(st["coordinates"]), f"{st['sigma']:.2f}",
+                     f"{st['norm_quantiles'][1]:.2f}"] if j == 0 else ["", "", "", ""])
+            out.append("| " + " | ".join(head + [
+                label, f"{c['clip_value']:.3g}", f"{c['fraction_clipped']:.2f}",
+                f"{c['cosine_clipped_vs_true_mean']:.3f}", f"{c['relative_bias']:.2f}",
+                f"{c['noise_to_signal']:.2f}", fmt(a)]) + " |")
+    return "\n".join(out)
 
 
 def _cell(values: list[float]) -> str:
@@ -511,6 +559,8 @@ def main(argv=None) -> int:
     p.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 4.0])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     p.add_argument("--study", action="store_true", help="clip bias and noise-to-signal")
+    p.add_argument("--study-only", type=Path, default=None,
+                   help="recompute the study with the clips of the runs in this result file")
     p.add_argument("--quick", action="store_true",
                    help="two models, ε = 4, seed 0, 2 epochs on 96 rows")
     p.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
@@ -522,7 +572,18 @@ def main(argv=None) -> int:
     quick = args.quick or args.tiny
     name = args.name or result_name("bench_user_models", quick)
     studies: list[dict] = []
-    if args.merge:
+    if args.study_only is not None:
+        old = json.loads(args.study_only.read_text())
+        rows = old["runs"]
+        config = old.get("config", {})
+        for model in dict.fromkeys(r["model"] for r in rows):
+            for eps in args.epsilons:
+                named = {f"{r['method']} (run)": r["clip"] for r in rows
+                         if r["model"] == model and r["seed"] == 0 and r["epsilon"] == eps
+                         and r["clip"] is not None
+                         and r["method"] in ("defaults", "mode=certified")}
+                studies.append(study(model, eps, named=named))
+    elif args.merge:
         files = [json.loads(f.read_text()) for f in args.merge]
         rows = [r for f in files for r in f["runs"]]
         studies = [s for f in files for s in f.get("study", [])]
@@ -537,8 +598,6 @@ def main(argv=None) -> int:
         config = {k: (str(v) if isinstance(v, Path) else v) for k, v in config.items()}
         rows = []
         for model in args.models:
-            if args.study:
-                studies.extend(study(model, eps) for eps in args.epsilons)
             for seed in args.seeds:
                 for method in args.methods:
                     for eps in ([math.inf] if method == "nonprivate" else args.epsilons):
@@ -547,7 +606,16 @@ def main(argv=None) -> int:
                         print(json.dumps(rows[-1]), flush=True)
                 write_result(name, {"runs": rows, "study": studies, "config": config},
                              args.out)
+            if args.study:  # with the clips the runs used (seed 0): defaults, old defaults
+                for eps in args.epsilons:
+                    named = {f"{r['method']} (run)": r["clip"] for r in rows
+                             if r["model"] == model and r["seed"] == args.seeds[0]
+                             and r["epsilon"] == eps and r["clip"] is not None
+                             and r["method"] in ("defaults", "mode=certified")}
+                    studies.append(study(model, eps, named=named))
     summary, markdown = summarise(rows)
+    if studies:
+        markdown += "\n\n" + study_markdown(studies, rows)
     crit = criteria(rows)
     path = write_result(name, {"runs": rows, "study": studies, "config": config,
                                "summary": summary, "criteria": crit,

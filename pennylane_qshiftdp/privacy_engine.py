@@ -13,10 +13,11 @@ registry (dp-accounting's PLD by default) for (ε, δ, epochs) and charged to th
 The guarantee holds for any training loop that calls ``optimizer.step()`` once per backward
 pass over one batch of the returned loader, and any loss that is a sum or mean of per-example
 terms: clipping at ``C`` is enforced in the optimizer. ``max_grad_norm="certified"`` (the
-default for a model whose only trainable layer is one TorchLayer) sets ``C`` to the a-priori
-bound Δ of the parameter-shift gradient (Q-ShiftDP: for a certified model and the declared loss
-no clip binds); a hybrid model without a classical clip gets automatic clipping (Bu et al.,
-arXiv:2206.07136), which has no clip norm to tune.
+default for a model with a classical clip or a credit mode) sets ``C`` to the a-priori bound Δ of the
+parameter-shift gradient (Q-ShiftDP: for a certified model and the declared loss no clip
+binds); every other model gets ``max_grad_norm="calibrated"`` by default: C is the median
+per-example gradient norm at the initial weights on public synthetic examples (never above
+Δ), which adds σC of noise where σΔ was loose (docs/utility.md).
 
 Nothing the release divides by or samples with depends on the private data: the noisy sum is
 divided by a public constant b (the loader's ``batch_size`` or a declared
@@ -100,6 +101,9 @@ AUTOMATIC_CLIPPING_GAMMA = 0.01
 #: With shot-noise credit, the artificial noise never drops below the level that alone gives
 #: ε = factor × target ε (docs/noise.md, "Noise floor").
 DEFAULT_PROVEN_EPSILON_FACTOR = 1.5
+
+# Synthetic examples behind the diagnosis's clip check in the modes that do not calibrate.
+_DIAGNOSIS_EXAMPLES = 16
 
 # Above this target ε (nats) make_private warns that the guarantee protects little.
 _WEAK_EPSILON = 10.0
@@ -322,21 +326,24 @@ def default_clip_mode(module: torch.nn.Module, *,
     return "calibrated"
 
 
-def _calibrated_clipping(model: _Model, sampling: _Sampling, sens, *, input_range, loss,
-                         criterion, classical_max_grad_norm, default_mode) -> _Clipping:
-    """C = the median per-example gradient norm at the initial weights on public synthetic
-    examples (shape and dtype of the data's first row only; inputs on ``input_range`` or
-    standard normal; synthetic labels), capped at Δ where Δ applies."""
-    if classical_max_grad_norm is not None:
-        raise ValueError(
-            "max_grad_norm='calibrated' calibrates one clip for all trainable parameters; "
-            f"`classical_max_grad_norm` ({classical_max_grad_norm!r}) has no meaning there. "
-            "Drop it, or use max_grad_norm='certified' for per-layer clipping.")
+@dataclasses.dataclass
+class _Synthetic:
+    """Per-example gradient norms on public synthetic examples at the initial weights."""
+
+    norms: torch.Tensor
+    inputs: str  # where the inputs were drawn from
+    loss: str  # which loss the gradients are of
+
+
+def _synthetic_norms(model: _Model, sampling: _Sampling, *, input_range, loss, criterion,
+                     n: int = CALIBRATION_EXAMPLES) -> _Synthetic:
+    """Gradient norms of the model at its current (initial) weights on ``n`` public synthetic
+    examples: only the shape and dtype of the data's first row and label are read."""
     example, label = sampling.dataset[0][0], sampling.dataset[0][1]
     shape = output_shape(model.module, example)
     n_out = int(shape[-1]) if len(shape) >= 2 else 1
     x, y = synthetic_batch(torch.as_tensor(example), torch.as_tensor(label), n_outputs=n_out,
-                           input_range=input_range, seed=0)
+                           n=n, input_range=input_range, seed=0)
     if criterion is not None:
         loss_fn, loss_text = criterion, "the declared criterion"
     elif loss is not None:
@@ -347,12 +354,26 @@ def _calibrated_clipping(model: _Model, sampling: _Sampling, sens, *, input_rang
                      and n_out >= 2 else "a linear loss with |∂ℓ/∂f| = 1 per output")
     with simulator_twins(model.module):
         norms = synthetic_gradient_norms(model.module, model.trainable, x, y, loss_fn)
+    where = (f"uniform on the declared input_range {list(input_range)}" if input_range
+             is not None else "standard normal per input feature")
+    return _Synthetic(norms, where, loss_text)
+
+
+def _calibrated_clipping(model: _Model, synthetic: _Synthetic, sens, *,
+                         classical_max_grad_norm, default_mode) -> _Clipping:
+    """C = the median per-example gradient norm at the initial weights on public synthetic
+    examples (shape and dtype of the data's first row only; inputs on ``input_range`` or
+    standard normal; synthetic labels), capped at Δ where Δ applies."""
+    if classical_max_grad_norm is not None:
+        raise ValueError(
+            "max_grad_norm='calibrated' calibrates one clip for all trainable parameters; "
+            f"`classical_max_grad_norm` ({classical_max_grad_norm!r}) has no meaning there. "
+            "Drop it, or use max_grad_norm='certified' for per-layer clipping.")
+    norms, where, loss_text = synthetic.norms, synthetic.inputs, synthetic.loss
     clip = calibrated_clip_norm(norms)
     capped = sens is not None and sens.delta < clip
     if capped:
         clip = sens.delta
-    where = (f"uniform on the declared input_range {list(input_range)}" if input_range
-             is not None else "standard normal per input feature")
     info = {"mode": "calibrated", "clip_norm": clip, "quantile": CALIBRATION_QUANTILE,
             "synthetic_examples": CALIBRATION_EXAMPLES, "synthetic_inputs": where,
             "calibration_loss": loss_text,
@@ -377,13 +398,14 @@ def _calibrated_clipping(model: _Model, sampling: _Sampling, sens, *, input_rang
 
 def _prepare_clipping(model: _Model, sampling: _Sampling, sens, *, max_grad_norm,
                       classical_max_grad_norm, input_range, adaptive_clipping,
-                      seed, loss, default_mode: bool = False, criterion=None) -> _Clipping:
+                      seed, loss, default_mode: bool = False,
+                      synthetic: _Synthetic | None = None) -> _Clipping:
     """The clip norm of each mode and its description for the privacy statement."""
     classical, layers = model.classical, model.layers
     example = sampling.dataset[0][0]
     if max_grad_norm == "calibrated":
-        return _calibrated_clipping(model, sampling, sens, input_range=input_range, loss=loss,
-                                    criterion=criterion,
+        assert synthetic is not None  # computed by make_private for this mode
+        return _calibrated_clipping(model, synthetic, sens,
                                     classical_max_grad_norm=classical_max_grad_norm,
                                     default_mode=default_mode)
     if max_grad_norm == "certified":
@@ -732,10 +754,18 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
             over its indices); other samplers are refused.
         target_epsilon: ε > 0 (nats). target_delta: δ ∈ (0, 1), well below 1/N.
         epochs: training epochs (T = ⌈epochs / q⌉ steps).
-        max_grad_norm: ``None`` (default: :func:`default_clip_mode` chooses from the
-            model's structure: ``"certified"`` for one TorchLayer and nothing else trainable
-            or with ``classical_max_grad_norm``, else ``"automatic"``), ``"certified"`` (C =
-            the a-priori bound Δ of the declared ``loss``; needs exactly one TorchLayer),
+        max_grad_norm: ``None`` (default: :func:`default_clip_mode`: ``"calibrated"``, or
+            ``"certified"`` with ``classical_max_grad_norm`` or a credit mode),
+            ``"calibrated"`` (C = the median per-example gradient norm of the model at its
+            initial weights on 64 public synthetic examples: inputs uniform on
+            ``input_range`` if declared, else standard normal; labels drawn at random, of the
+            data's label dtype; the gradient of ``criterion``, else of the declared ``loss``,
+            else of cross-entropy for integer labels and two or more outputs, else of a
+            linear loss; only the shape and dtype of the data's first row are read, never its
+            values; capped at Δ for a model whose only trainable layer is one TorchLayer, Δ
+            then stays in the statement as the certificate; any model; docs/utility.md),
+            ``"certified"`` (C = the a-priori bound Δ of the declared ``loss``; needs exactly
+            one TorchLayer),
             ``"automatic"`` (automatic clipping, Bu et al., arXiv:2206.07136: every
             per-example gradient g is scaled to g/(‖g‖ + 0.01), norm below C = 1; no clip
             norm to choose, the learning rate sets the step; any model), ``"public"``
@@ -844,8 +874,8 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         >>> model, opt, loader = make_private(layer, torch.optim.SGD(layer.parameters(), lr=0.1),
         ...     loader, target_epsilon=1.0, target_delta=1e-5, epochs=1, seed=0,
         ...     loss=LinearLoss())
-        >>> round(opt.max_grad_norm, 6)  # Δ of ⟨Z0⟩ with 6 weights, linear loss
-        2.44949
+        >>> round(opt.max_grad_norm, 6)  # calibrated: far below Δ = √6 (⟨Z0⟩, 6 weights)
+        0.0
     """
     adjacency = _check_arguments(
         module=module, optimizer=optimizer, target_epsilon=target_epsilon, adjacency=adjacency,
@@ -868,19 +898,31 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
                                     loss=loss, adaptive_clipping=adaptive_clipping,
                                     jacobian_bound=jacobian_bound)
         if loss is not None and max_grad_norm not in ("certified", "public", "calibrated"):
-            warnings.warn("`loss` is used only with max_grad_norm='certified' or 'public'; the "
-                          "clip norm bounds the gradients here.", PrivacyWarning, stacklevel=2)
+            warnings.warn("`loss` is used only with max_grad_norm='calibrated', 'certified' or "
+                          "'public'; the clip norm bounds the gradients here.", PrivacyWarning,
+                          stacklevel=2)
         coverage = None
         if max_grad_norm == "certified":
             coverage = certified_coverage(model.module, model.layers[0], example, loss, strict)
         if criterion is not None:
             check_per_example_loss(criterion, output_shape(model.module, example),
                                    sampling.dataset[0][1])
+        synthetic = None
+        if max_grad_norm == "calibrated":
+            synthetic = _synthetic_norms(model, sampling, input_range=input_range, loss=loss,
+                                         criterion=criterion)
+        elif max_grad_norm not in ("automatic", "adaptive"):
+            try:  # for the diagnosis only (a clip far above the gradients): a few examples
+                synthetic = _synthetic_norms(model, sampling, input_range=input_range,
+                                             loss=loss, criterion=criterion,
+                                             n=_DIAGNOSIS_EXAMPLES)
+            except Exception:  # noqa: BLE001 - the diagnosis then skips its clip check
+                synthetic = None
         clipping = _prepare_clipping(model, sampling, sens, max_grad_norm=max_grad_norm,
                                      classical_max_grad_norm=classical_max_grad_norm,
                                      input_range=input_range, adaptive_clipping=adaptive_clipping,
                                      seed=seed, loss=loss, default_mode=default_mode,
-                                     criterion=criterion)
+                                     synthetic=synthetic)
         _check_credit(model, sens, credit=credit, max_grad_norm=max_grad_norm,
                       variance_floor=variance_floor)
         allocation = _prepare_shot_budget(model, sampling, example, shot_budget)
@@ -922,5 +964,7 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         automatic_gamma=AUTOMATIC_CLIPPING_GAMMA if max_grad_norm == "automatic" else None,
     )
     private_opt.sensitivity = sens
+    if synthetic is not None:
+        private_opt.public_gradient_norm = max(float(synthetic.norms.median()), 1e-12)
     private_opt.attach_loader(dp_loader)
     return gs_module, private_opt, dp_loader

@@ -340,6 +340,11 @@ class QShiftDPOptimizer(DPOptimizer):
         if adaptive_clipping is not None:
             self._configure_adaptive(dict(adaptive_clipping), sigma, float(expected_batch_size))
         self.ledger = ledger
+        #: planned number of steps T (``None``: not known); at step T the diagnosis runs once.
+        self.planned_steps = int(steps) if steps else None
+        #: median per-example gradient norm on public synthetic examples at the initial
+        #: weights (set by make_private; read by :meth:`stuck_run_cause`), or ``None``.
+        self.public_gradient_norm: float | None = None
         self.history: list[StepRecord] = []
         self.last_record: StepRecord | None = None
         self._step_stats: dict = {}
@@ -1024,8 +1029,31 @@ class QShiftDPOptimizer(DPOptimizer):
             if self.last_record is not None:
                 self.last_record["parameter_step_norm"] = moved
                 self.last_record["parameter_norm"] = size
+            if self.planned_steps and len(self.history) == self.planned_steps:
+                cause = self.stuck_run_cause()
+                if cause is not None:  # one line at the planned end of the run
+                    warnings.warn(f"private run ended ({self.planned_steps} steps): {cause}",
+                                  PrivacyWarning, stacklevel=2)
             return out
         return None
+
+    def stuck_run_cause(self, **names: str) -> str | None:
+        """Why this run may not learn, from its released values and public synthetic inputs.
+
+        :func:`~.diagnosis.stuck_run_cause` on :attr:`history` with this optimizer's
+        :attr:`public_gradient_norm` (no privacy cost: post-processing of the releases).
+
+        Args:
+            **names: ``batch_argument``, ``lr_argument``, ``epsilon_argument``,
+                ``clip_argument``, ``epochs_argument``: how the message names them.
+
+        Returns:
+            str | None: one line naming each cause found and what to change, or ``None``.
+        """
+        from .diagnosis import stuck_run_cause
+
+        return stuck_run_cause(self.history, public_gradient_norm=self.public_gradient_norm,
+                               **names)
 
     # ------------------------------------------------------------------ persistence
     def state_dict(self, *, diagnostics: bool = False) -> dict[str, Any]:
