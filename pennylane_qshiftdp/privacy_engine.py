@@ -341,7 +341,7 @@ def _synthetic_norms(model: _Model, sampling: _Sampling, *, input_range, loss, c
     examples: only the shape and dtype of the data's first row and label are read."""
     example, label = sampling.dataset[0][0], sampling.dataset[0][1]
     shape = output_shape(model.module, example)
-    n_out = int(shape[-1]) if len(shape) >= 2 else 1
+    n_out = int(shape[-1]) if len(shape) >= 1 else 1
     x, y = synthetic_batch(torch.as_tensor(example), torch.as_tensor(label), n_outputs=n_out,
                            n=n, input_range=input_range, seed=0)
     if criterion is not None:
@@ -875,7 +875,7 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         ...     loader, target_epsilon=1.0, target_delta=1e-5, epochs=1, seed=0,
         ...     loss=LinearLoss())
         >>> round(opt.max_grad_norm, 6)  # calibrated: far below Δ = √6 (⟨Z0⟩, 6 weights)
-        0.0
+        0.626269
     """
     adjacency = _check_arguments(
         module=module, optimizer=optimizer, target_epsilon=target_epsilon, adjacency=adjacency,
@@ -965,6 +965,6 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
     )
     private_opt.sensitivity = sens
     if synthetic is not None:
-        private_opt.public_gradient_norm = max(float(synthetic.norms.median()), 1e-12)
+        private_opt.public_gradient_norm = calibrated_clip_norm(synthetic.norms)
     private_opt.attach_loader(dp_loader)
     return gs_module, private_opt, dp_loader
