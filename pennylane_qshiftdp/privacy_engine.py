@@ -799,8 +799,8 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
             the noise level whose ε alone is κ × ``target_epsilon`` (a data-independent floor),
             so the proven ε is κ·ε at the planned end; the credited ε reaches ``target_epsilon``
             only if the credited shot noise makes up the rest (docs/noise.md).
-        strict: with ``"certified"``, refuse (:class:`SensitivityError`) a model the certified
-            bound does not cover, decided from public information only: no ``loss`` declared,
+        strict: makes ``"certified"`` the default clip; with ``"certified"``, refuse
+            (:class:`SensitivityError`) a model the certified bound does not cover, decided from public information only: no ``loss`` declared,
             modules with parameters after the TorchLayer, or a structure the probe cannot
             check. Without ``strict`` these give a :class:`PrivacyWarning`. Whether a clip
             binds during training is never raised (it depends on the private batch).
@@ -885,9 +885,9 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
     model = _prepare_model(module, optimizer)
     default_mode = max_grad_norm is None
     if default_mode:
-        max_grad_norm = default_clip_mode(model.module,
-                                          classical_max_grad_norm=classical_max_grad_norm,
-                                          credit=credit)
+        # strict asks for the certified bound to be enforced: its default is the certified clip
+        max_grad_norm = "certified" if strict else default_clip_mode(
+            model.module, classical_max_grad_norm=classical_max_grad_norm, credit=credit)
     # The checks below run forward passes on synthetic inputs; they draw no seeded shot.
     with preserved_shot_rngs(model.module):
         sampling = _prepare_sampling(data_loader, sample_rate, epochs, expected_batch_size,
