@@ -800,8 +800,8 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
             so the proven ε is κ·ε at the planned end; the credited ε reaches ``target_epsilon``
             only if the credited shot noise makes up the rest (docs/noise.md).
         strict: makes ``"certified"`` the default clip; with ``"certified"``, refuse
-            (:class:`SensitivityError`) a model the certified bound does not cover, decided from public information only: no ``loss`` declared,
-            modules with parameters after the TorchLayer, or a structure the probe cannot
+            (:class:`SensitivityError`) a model the certified bound does not cover, decided
+            from public information only: no ``loss`` declared, modules with parameters after the TorchLayer, or a structure the probe cannot
             check. Without ``strict`` these give a :class:`PrivacyWarning`. Whether a clip
             binds during training is never raised (it depends on the private batch).
         adaptive_clipping: settings of ``"adaptive"`` (``target_unclipped_quantile``,
