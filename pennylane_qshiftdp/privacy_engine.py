@@ -13,9 +13,10 @@ registry (dp-accounting's PLD by default) for (ε, δ, epochs) and charged to th
 The guarantee holds for any training loop that calls ``optimizer.step()`` once per backward
 pass over one batch of the returned loader, and any loss that is a sum or mean of per-example
 terms: clipping at ``C`` is enforced in the optimizer. ``max_grad_norm="certified"`` (the
-default for a model with a classical clip or a credit mode) sets ``C`` to the a-priori bound Δ of the
-parameter-shift gradient (Q-ShiftDP: for a certified model and the declared loss no clip
-binds); every other model gets ``max_grad_norm="calibrated"`` by default: C is the median
+default for a model with a classical clip or a credit mode) sets ``C`` to the a-priori
+bound Δ of the parameter-shift gradient (Q-ShiftDP: for a certified model and the
+declared loss no clip binds); every other model gets ``max_grad_norm="calibrated"`` by
+default: C is the median
 per-example gradient norm at the initial weights on public synthetic examples (never above
 Δ), which adds σC of noise where σΔ was loose (docs/utility.md).
 
@@ -374,7 +375,7 @@ def _calibrated_clipping(model: _Model, synthetic: _Synthetic, sens, *,
     capped = sens is not None and sens.delta < clip
     if capped:
         clip = sens.delta
-    info = {"mode": "calibrated", "clip_norm": clip, "quantile": CALIBRATION_QUANTILE,
+    info: dict = {"mode": "calibrated", "clip_norm": clip, "quantile": CALIBRATION_QUANTILE,
             "synthetic_examples": CALIBRATION_EXAMPLES, "synthetic_inputs": where,
             "calibration_loss": loss_text,
             "synthetic_gradient_norm_quantiles": {
@@ -801,8 +802,9 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
             only if the credited shot noise makes up the rest (docs/noise.md).
         strict: makes ``"certified"`` the default clip; with ``"certified"``, refuse
             (:class:`SensitivityError`) a model the certified bound does not cover, decided
-            from public information only: no ``loss`` declared, modules with parameters after the TorchLayer, or a structure the probe cannot
-            check. Without ``strict`` these give a :class:`PrivacyWarning`. Whether a clip
+            from public information only: no ``loss`` declared, modules with parameters
+            after the TorchLayer, or a structure the probe cannot check. Without ``strict`` these
+            give a :class:`PrivacyWarning`. Whether a clip
             binds during training is never raised (it depends on the private batch).
         adaptive_clipping: settings of ``"adaptive"`` (``target_unclipped_quantile``,
             ``clipbound_learning_rate``, ``min_clipbound``, ``max_clipbound``,

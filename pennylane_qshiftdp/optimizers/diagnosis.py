@@ -91,8 +91,9 @@ def stuck_run_cause(records: Sequence[Mapping], *, batch_argument: str = "the lo
         ValueError: for a ``public_gradient_norm`` that is not a positive finite number.
 
     Returns:
-        str | None: one sentence per cause found (one line), naming the quantity with its value and the
-        argument to change; ``None`` when neither check fires (or no step was recorded).
+        str | None: one sentence per cause found (one line), naming the quantity with its
+        value and the argument to change; ``None`` when neither check fires (or no step was
+        recorded).
 
     Example:
         >>> steps = [{"released_sum_norm": 8.0, "noise_variance_total": 100.0,
