@@ -21,6 +21,7 @@ References:
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -736,6 +737,37 @@ class PrivacyLedger:
         self._proven = extend_history(self._proven, proven, self._sample_rate, 1)
         if credited is not None:
             self._credited = extend_history(self._credited, credited, self._sample_rate, 1)
+
+    def fresh(self) -> PrivacyLedger:
+        """A ledger with this one's settings and no steps, sharing its compositions.
+
+        For repeated trials of one run (the audits' releases): every trial accounts the same
+        plan, so the compositions, one-step PLDs and admissible step counts K* this ledger has
+        remembered (pure functions of the history, δ and target, never of the steps taken)
+        serve the copy, and what the copy composes serves this one. Steps, histories and the
+        ε caches are the copy's own; ``extra`` is copied. Every ε and every budget answer is
+        what a new :class:`PrivacyLedger` with the same arguments gives.
+
+        Returns:
+            PrivacyLedger: the empty copy.
+
+        Example:
+            >>> ledger = PrivacyLedger(target_epsilon=8.0, target_delta=1e-5,
+            ...                        noise_multiplier=1.0, sample_rate=0.2, sensitivity=1.0)
+            >>> ledger.charge()
+            >>> trial = ledger.fresh()
+            >>> trial.steps, ledger.steps, trial.target_epsilon
+            (0, 1, 8.0)
+        """
+        new = copy.copy(self)
+        new._extra = copy.deepcopy(self._extra)
+        new._acct = make_accountant(self._accountant_name)
+        new._proven, new._credited = [], []
+        new._eps_cache = None
+        for slot in ("_proven_cache", "_credited_cache"):
+            new.__dict__.pop(slot, None)
+        new._unread_compositions = 0
+        return new
 
     def remaining_steps(self) -> int:
         """How many more steps at (σ, q) fit in the budget.
