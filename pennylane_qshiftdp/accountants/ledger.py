@@ -834,7 +834,14 @@ class PrivacyLedger:
         self._eps_cache = None
         self._proven_cache = None
         self._credited_cache = None
-        self._reset_memos()
+        # The remembered compositions are keyed by everything they depend on (accountant, δ,
+        # target, history; σ, q and interval for a one-step PLD), so they stay exact across a
+        # load (an audit reloads the same plan every trial): only the check's bookkeeping
+        # restarts (a ledger made by from_state_dict starts with empty memos).
+        if "_epsilon_memo" in self.__dict__:
+            self._unread_compositions = 0
+        else:
+            self._reset_memos()
 
     @classmethod
     def from_state_dict(cls, state_dict: dict[str, Any]) -> PrivacyLedger:
