@@ -46,6 +46,7 @@ from .composition import (
     epsilon_from_history,
     extend_history,
     make_accountant,
+    truncate_history,
 )
 from .persistence import FORMAT_VERSION, ledger_state, normalise_extra, parse_state, write_atomic
 from .pld import PLD_MAX_STEPS
@@ -613,6 +614,40 @@ class PrivacyLedger:
         (:attr:`proven_history`); no assumption on shot noise.
         """
         return self.proven_epsilon
+
+    def epsilon_at(self, steps: int, *, credited: bool = False) -> float:
+        """ε (nats, at ``target_delta``) after the first ``steps`` recorded steps.
+
+        The proven guarantee of that prefix of :attr:`proven_history` (or, with
+        ``credited=True``, the credited one of :attr:`credited_history`; without a credit
+        mode the proven one). ``epsilon_at(ledger.steps)`` is :attr:`epsilon` (the same
+        composition, the same float). The optimizer fills its step records' ε with it when they
+        are read, so a step composes nothing it does not need.
+
+        Args:
+            steps: a count of recorded steps, 0 ≤ ``steps`` ≤ :attr:`steps`.
+            credited: the credited guarantee instead of the proven one.
+
+        Returns:
+            ε of the prefix (0 for ``steps=0``).
+
+        Raises:
+            ValueError: if ``steps`` is negative or above the steps recorded.
+
+        Example:
+            >>> ledger = PrivacyLedger(target_epsilon=20.0, target_delta=1e-5,
+            ...                        noise_multiplier=1.0, sample_rate=0.2, sensitivity=1.0)
+            >>> for _ in range(50):
+            ...     ledger.charge()
+            >>> ledger.epsilon_at(50) == ledger.epsilon, ledger.epsilon_at(10) < ledger.epsilon
+            (True, True)
+        """
+        k = self._check_nonnegative_steps(steps)
+        if k > self.steps:
+            raise ValueError(f"`steps` must be at most the {self.steps} steps recorded. "
+                             f"Found {steps!r}.")
+        history = self._credited if credited and self._credit_mode != "none" else self._proven
+        return self._epsilon_of(truncate_history(history, k))
 
     def epsilon_after(self, steps: int, *, noise_multiplier: float | None = None) -> float:
         r"""Planned ε (nats) after ``steps`` more steps at (σ, q).
