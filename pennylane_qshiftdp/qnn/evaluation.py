@@ -56,7 +56,9 @@ from ..gradients.shot_statistics import ShotRecorder, active_recorder
 from ..sampling.exact_law import execute_exact_law
 from ..sampling.modes import shot_sampling
 from ._adjoint import adjoint_jacobian
+from ..hardware.batched import TEMPLATE_CACHE
 from ._budget import execute_by_shots, shifted_shots
+from ._caches import layer_cache
 from ._shift_plan import (
     execute_merged,
     param_dependencies,
@@ -611,7 +613,8 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
             shifted = [t.copy(shots=n) for t, n in zip(shifted, budget, strict=True)]
         if recorder is not None:
             shifted, per_tape = rewrite_for_recording(shifted, plans, tape.shots)
-        results = execute_by_shots([fwd, *shifted], device)
+        results = execute_by_shots([fwd, *shifted], device, qnode=qnode,
+                                   cache=layer_cache(layer, TEMPLATE_CACHE))
     out, sizes = _flat(results[0], res_batch, num_meas)
     if recorder is not None:
         rep_b = rep.copy()
