@@ -297,7 +297,6 @@ class Template:
 
 def _transpile(key, backend, options: dict):
     from qiskit import transpile
-
     from qiskit_aer import AerSimulator
 
     qc, params = _circuit(key)

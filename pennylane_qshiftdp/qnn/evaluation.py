@@ -53,10 +53,10 @@ from ..gradients._recording import post_process_recording, rewrite_for_recording
 from ..gradients.observables import TRANSFORM_NAME, plan_for
 from ..gradients.shift_rules import check_differentiable, expand_tape
 from ..gradients.shot_statistics import ShotRecorder, active_recorder
+from ..hardware.batched import TEMPLATE_CACHE
 from ..sampling.exact_law import execute_exact_law
 from ..sampling.modes import shot_sampling
 from ._adjoint import adjoint_jacobian
-from ..hardware.batched import TEMPLATE_CACHE
 from ._budget import execute_by_shots, shifted_shots
 from ._caches import layer_cache
 from ._shift_plan import (

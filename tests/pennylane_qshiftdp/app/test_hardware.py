@@ -335,3 +335,46 @@ def test_qiskit_aer_with_a_fake_backend_noise_model(capsys, tmp_path):
     assert ledger["extra"]["noise_model"].startswith("FakeManilaV2 (qiskit_ibm_runtime")
     statement = (tmp_path / "run" / "privacy_statement.txt").read_text()
     assert "noise_model" in statement  # in the statement's details
+
+
+@pytest.mark.skipif(not HAS_QISKIT, reason="pennylane-qiskit is not installed")
+def test_the_dry_run_on_qiskit_aer_counts_jobs_and_the_fake_backends_qpu_time(capsys):
+    """issue 45 item 4: iris on qiskit.aer with FakeManilaV2's noise: one SamplerV2 job per
+    output layer per step, and the QPU time of a step's shots from FakeManilaV2's target
+    durations (each neuron circuit RY, Rot = RZ RY RZ, measure, with free parameters as the
+    route runs it, transpiled here in Qiskit) plus its default repetition delay; without a
+    fake backend no QPU time."""
+    from qiskit import QuantumCircuit, transpile
+    from qiskit.circuit import ParameterVector
+    from qiskit_ibm_runtime.fake_provider import FakeManilaV2
+
+    base = ["train", "--dataset", "iris", "--device", "qiskit.aer", "--shot-sampling", "device",
+            "--no-probe"]
+    plan = _dry_run(capsys, *base, "--noise-model", "FakeManilaV2")
+    assert list(plan) == list(COST_KEYS)
+    assert plan["jobs_per_step"] == plan["device_batches_per_step"] == 3
+    backend = FakeManilaV2()
+    p = ParameterVector("p", 4)
+    qc = QuantumCircuit(1, 1)
+    qc.ry(p[0], 0)
+    qc.rz(p[1], 0)
+    qc.ry(p[2], 0)
+    qc.rz(p[3], 0)
+    qc.measure(0, 0)
+    shot = transpile(qc, backend=backend).estimate_duration(backend.target, unit="s")
+    assert plan["qpu_seconds_per_step"] == pytest.approx(
+        plan["shots_per_step"] * (shot + backend.default_rep_delay), rel=1e-6)
+    assert _dry_run(capsys, *base)["qpu_seconds_per_step"] is None  # Aer has no durations
+
+
+@pytest.mark.skipif(not HAS_QISKIT, reason="pennylane-qiskit is not installed")
+def test_max_circuits_and_max_shots_hold_per_job_on_qiskit_devices():
+    from pennylane_qshiftdp.app.config import TrainConfig
+    from pennylane_qshiftdp.hardware import job_caps
+
+    config = TrainConfig(dataset="iris", device="qiskit.aer", shot_sampling="device",
+                         max_circuits=40_000, max_shots=10**8)
+    job = job_module._build(config)
+    qnodes = {id(m.qnode): m.qnode for m in job.model.modules() if hasattr(m, "qnode")}
+    assert qnodes and all(job_caps(q) == {"max_circuits": 40_000, "max_shots": 10**8}
+                          for q in qnodes.values())
