@@ -60,6 +60,8 @@ from pennylane.measurements import (
     VarianceMP,
 )
 
+from ..gradients._keys import measurement_key, value_key
+
 __all__ = ["MAX_TEMPLATES", "TEMPLATE_CACHE", "BatchedRouteFallback", "Template",
            "execute_batched", "job_caps", "route_refusal", "sampler_of", "set_job_limits",
            "set_sampler", "templates_of", "transpiled", "uses_batched_route"]
@@ -547,7 +549,8 @@ def execute_batched(tapes, device, *, sampler: Any = _AUTO, cache: dict | None =
 # structure, not on its parameter values, for the gates of a training circuit: it is traced
 # once per input structure on three random parameter assignments, and where every parameter
 # of every resulting circuit is an affine function a*v_j + b of one input parameter v_j (or a
-# constant) on all three, the trace is kept (in the cache, "plans") and applied to the values of
+# constant) on all three, and the trace reproduces the device's own preprocessing of the first
+# real tape of that structure, it is kept (in the cache, "plans") and applied to the values of
 # every tape of that structure. Otherwise the device's preprocessing runs on every tape.
 _PROBES = 3
 
@@ -560,13 +563,19 @@ class _Plan:
     post: Any  # the preprocessing's post-processing of one input tape's results
 
 
-def _input_key(tape) -> tuple:
-    """An input tape's structure: gates (name, wires, parameter shapes, hyperparameters),
-    measurements (with their observables' values) and shots."""
-    ops = tuple((op.name, tuple(op.wires), tuple(np.shape(p) for p in op.data),
-                 str(op.hyperparameters) if op.hyperparameters else "")
-                for op in tape.operations)
-    return ops, tuple(mp.hash for mp in tape.measurements), tape.shots, tape.batch_size
+def _input_key(tape) -> tuple | None:
+    """An input tape's structure, exactly (:mod:`pennylane_qshiftdp.gradients._keys`: arrays
+    by their bytes, never an operator's ``hash``): per gate its type, wires, parameter shapes
+    and hyperparameters; every measurement with its observable's data; shots and batch size.
+    ``None`` for a tape with no exact key (it is then preprocessed on its own)."""
+    try:
+        ops = tuple((type(op).__module__, type(op).__qualname__, tuple(op.wires.tolist()),
+                     tuple(np.shape(p) for p in op.data), value_key(dict(op.hyperparameters)))
+                    for op in tape.operations)
+        meas = tuple(measurement_key(mp) for mp in tape.measurements)
+    except TypeError:
+        return None
+    return ops, meas, tape.shots, tape.batch_size
 
 
 def _flat_values(tape) -> np.ndarray:
@@ -627,6 +636,23 @@ def _affine(v: np.ndarray, y: np.ndarray):
     return j.astype(int), a_sel, b_sel
 
 
+def _checked(plan: _Plan | None, tape, device, wires) -> _Plan | None:
+    """``plan`` if it gives the device's own preprocessing of ``tape`` (its structures and
+    parameter values, to 1e-9), else ``None``."""
+    if plan is None:
+        return None
+    batch, _ = _device_batch([tape], device)
+    _check_tapes(batch)
+    own = [_structure(t, wires) for t in batch]
+    v = _flat_values(tape)
+    if [k for k, _ in own] != plan.keys:
+        return None
+    for (_, values), (j, a, b) in zip(own, plan.maps, strict=True):
+        if not np.allclose(values, a * v[j] + b, rtol=0, atol=1e-9):
+            return None
+    return plan
+
+
 def _device_circuits(tapes, device, setup: _Setup, cache: dict):
     """The device tapes of ``tapes``, their (template key, parameter values) and the
     post-processing back to one result per input tape."""
@@ -637,11 +663,11 @@ def _device_circuits(tapes, device, setup: _Setup, cache: dict):
     spans: list = []
     for tape in tapes:
         key = _input_key(tape)
-        if key not in plans:
-            plans[key] = _trace(tape, device, wires)
+        if key is not None and key not in plans:
+            plans[key] = _checked(_trace(tape, device, wires), tape, device, wires)
             while len(plans) > MAX_TEMPLATES:
                 del plans[next(iter(plans))]
-        plan = plans[key]
+        plan = None if key is None else plans[key]
         start = len(batch)
         if plan is None:  # the device's preprocessing on this tape
             tape_batch, post = _device_batch([tape], device)

@@ -325,10 +325,14 @@ def _flat(results, batch: int, num_meas: int) -> tuple[np.ndarray, tuple]:
     return np.concatenate(cols, axis=1), tuple(c.shape[1] for c in cols)
 
 
-def forward_rows(fwd, device, *, exact: bool, batch: int, bad: np.ndarray):
-    """The forward tape alone (exact-law draws or the device's own execution): outputs
-    ``(batch, n_out)``, NaN in the rows ``bad``, and each measurement's number of columns."""
+def forward_rows(fwd, device, *, exact: bool, batch: int, bad: np.ndarray, qnode=None,
+                 cache: dict | None = None):
+    """The forward tape alone (exact-law draws or the device's own execution; with ``qnode``
+    on a pennylane-qiskit device, the batched Qiskit route with the templates in ``cache``):
+    outputs ``(batch, n_out)``, NaN in the rows ``bad``, and each measurement's number of
+    columns."""
     [res] = (execute_exact_law([fwd], device) if exact
+             else execute_by_shots([fwd], device, qnode=qnode, cache=cache) if fwd.shots
              else qml.execute([fwd], device, diff_method=None))
     out, sizes = _flat(res, batch if fwd.batch_size else 1, len(fwd.measurements))
     out = np.broadcast_to(out, (batch, out.shape[1])).copy()
@@ -568,7 +572,8 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
     device = qnode.device
     exact = shot_sampling(qnode) == "exact_law" and bool(tape.shots)
     if not diff_idx:
-        out, sizes = forward_rows(fwd, device, exact=exact, batch=batch, bad=bad)
+        out, sizes = forward_rows(fwd, device, exact=exact, batch=batch, bad=bad, qnode=qnode,
+                                  cache=layer_cache(layer, TEMPLATE_CACHE))
         return LayerEvaluation(torch.as_tensor(out), torch.zeros(batch, out.shape[1], 0,
                                dtype=torch.float64), [], wjac, [], [], layout, single_output,
                                sizes, scalar_measurements(tape))

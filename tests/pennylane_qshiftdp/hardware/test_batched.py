@@ -238,11 +238,12 @@ def test_job_caps_split_a_batch_into_jobs_within_both():
     assert tracker.totals["jobs"] == 4  # 13 circuits, 4 per job
 
 
-@pytest.mark.parametrize("kind", ["backend_sampler", "runtime_job", "runtime_batch"])
+@pytest.mark.parametrize("kind", ["backend_sampler", "runtime_job", "runtime_batch", "remote"])
 def test_other_samplers_on_a_fake_backend(kind):
     """qiskit's BackendSamplerV2 and IBM Runtime's SamplerV2 (job and batch mode, local on
-    FakeManilaV2): the templates are transpiled for the fake backend; the estimates are those
-    of its noisy circuit (within 0.15 of the noiseless value at 500 shots)."""
+    FakeManilaV2) given to a qiskit.aer layer, and qiskit.remote on FakeManilaV2 with its own
+    (runtime) sampler: the templates are transpiled for the fake backend; the estimates are
+    those of its noisy circuit (within 0.15 of the noiseless value at 500 shots)."""
     from qiskit.primitives import BackendSamplerV2
     from qiskit_ibm_runtime import Batch, SamplerV2
     from qiskit_ibm_runtime.fake_provider import FakeManilaV2
@@ -252,11 +253,16 @@ def test_other_samplers_on_a_fake_backend(kind):
         sampler = BackendSamplerV2(backend=backend, options={"seed_simulator": 3})
     elif kind == "runtime_job":
         sampler = SamplerV2(mode=backend)
-    else:
+    elif kind == "runtime_batch":
         sampler = SamplerV2(mode=Batch(backend=backend))
+    else:
+        sampler = "auto"
     x = torch.tensor([[0.3, 1.1], [2.0, -0.4]], dtype=torch.float64)
     exact = evaluate_layer(_layer(qml.device("default.qubit", wires=2), None), x)
-    layer = _layer(_device(2), 500)
+    if kind == "remote":
+        layer = _layer(qml.device("qiskit.remote", wires=2, backend=backend), 500)
+    else:
+        layer = _layer(_device(2), 500)
     set_sampler(layer, sampler)
     with qml.Tracker(layer.qnode.device) as tracker:
         ev = evaluate_layer(layer, x)
