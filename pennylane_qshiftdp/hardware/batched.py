@@ -547,56 +547,69 @@ def execute_batched(tapes, device, *, sampler: Any = _AUTO, cache: dict | None =
 # The device's preprocessing (decomposition, broadcast expansion, splitting of observables) is
 # the costly part of a batch in PennyLane (about 2 ms per circuit). It depends on a tape's
 # structure, not on its parameter values, for the gates of a training circuit: it is traced
-# once per input structure on three random parameter assignments, and where every parameter
-# of every resulting circuit is an affine function a*v_j + b of one input parameter v_j (or a
-# constant) on all three, and the trace reproduces the device's own preprocessing of the first
-# real tape of that structure, it is kept (in the cache, "plans") and applied to the values of
-# every tape of that structure. Otherwise the device's preprocessing runs on every tape.
+# once per *row* structure (a broadcast tape's rows are expanded one by one, each row an
+# unbroadcast tape of that structure) on three random parameter assignments, and where every
+# parameter of every resulting circuit is an affine function a*v_j + b of one row parameter v_j
+# (or a constant) on all three, and the trace reproduces the device's own preprocessing of the
+# first real row of that structure, it is kept (in the cache, "plans") and applied to the
+# values of every row of that structure; the rows' results are stacked as PennyLane's
+# broadcast expansion stacks them. Otherwise the device's preprocessing runs on every tape.
 _PROBES = 3
 
 
 @dataclasses.dataclass
 class _Plan:
-    circuits: list  # the device tapes of the first probe (their measurements and shots)
-    keys: list  # per device tape: its template key
-    maps: list  # per device tape: (j, a, b) arrays, its parameters = a * v[j] + b
-    post: Any  # the preprocessing's post-processing of one input tape's results
+    circuits: list  # the device tapes of one row (their measurements and shots)
+    keys: list  # per device tape of a row: its template key
+    maps: list  # per device tape of a row: (j, a, b) arrays, its parameters = a * v[j] + b
+    post: Any  # the preprocessing's post-processing of one row's results
 
 
 def _input_key(tape) -> tuple | None:
-    """An input tape's structure, exactly (:mod:`pennylane_qshiftdp.gradients._keys`: arrays
-    by their bytes, never an operator's ``hash``): per gate its type, wires, parameter shapes
-    and hyperparameters; every measurement with its observable's data; shots and batch size.
-    ``None`` for a tape with no exact key (it is then preprocessed on its own)."""
+    """A tape's row structure, exactly (:mod:`pennylane_qshiftdp.gradients._keys`: arrays by
+    their bytes, never an operator's ``hash``): per gate its type, wires, which parameters are
+    broadcast and hyperparameters; every measurement with its observable's data; shots.
+    ``None`` for a tape with no exact key or a parameter that is neither a number nor a
+    broadcast number (it is then preprocessed by the device on its own)."""
+    batch = tape.batch_size
     try:
-        ops = tuple((type(op).__module__, type(op).__qualname__, tuple(op.wires.tolist()),
-                     tuple(np.shape(p) for p in op.data), value_key(dict(op.hyperparameters)))
-                    for op in tape.operations)
+        ops = []
+        for op in tape.operations:
+            shapes = tuple(np.shape(p) for p in op.data)
+            if any(sh not in ((), (batch,)) for sh in shapes):
+                return None
+            ops.append((type(op).__module__, type(op).__qualname__, tuple(op.wires.tolist()),
+                        tuple(len(sh) for sh in shapes), value_key(dict(op.hyperparameters))))
         meas = tuple(measurement_key(mp) for mp in tape.measurements)
     except TypeError:
         return None
-    return ops, meas, tape.shots, tape.batch_size
+    return tuple(ops), meas, tape.shots
 
 
-def _flat_values(tape) -> np.ndarray:
-    parts = [np.ravel(np.asarray(qml.math.toarray(p), dtype=float))
-             for op in tape.operations for p in op.data]
-    return np.concatenate(parts) if parts else np.zeros(0)
+def _row_values(tape) -> np.ndarray:
+    """The gate parameters of every row ``(rows, L)`` (one row for an unbroadcast tape)."""
+    rows = tape.batch_size or 1
+    cols = [np.broadcast_to(np.asarray(qml.math.toarray(p), dtype=float), (rows,))
+            for op in tape.operations for p in op.data]
+    return np.stack(cols, axis=1) if cols else np.zeros((rows, 0))
+
+
+def _row_tape(tape, values):
+    """The unbroadcast tape of ``tape``'s structure with row parameters ``values`` ``(L,)``."""
+    return tape.bind_new_parameters([float(v) for v in values], list(range(len(values))))
 
 
 def _trace(tape, device, wires) -> _Plan | None:
-    """The device's preprocessing of ``tape``'s structure as an affine map of its parameters
-    (``None`` where it is not one)."""
-    n_ops = sum(len(op.data) for op in tape.operations)
-    shapes = [np.shape(p) for op in tape.operations for p in op.data]
+    """The device's preprocessing of ``tape``'s row structure as an affine map of a row's
+    parameters (``None`` where it is not one)."""
+    n = _row_values(tape).shape[1]
     rng = np.random.default_rng(20261207)
     probes, traced = [], []
     for _ in range(_PROBES):
-        values = [rng.uniform(-3.0, 3.0, size=shape) for shape in shapes]
-        probe = tape.bind_new_parameters(values, list(range(n_ops)))
-        batch, post = _device_batch([probe], device)
+        values = rng.uniform(-3.0, 3.0, size=n)
+        batch, post = _device_batch([_row_tape(tape, values)], device)
         _check_tapes(batch)
-        probes.append(_flat_values(probe))
+        probes.append(values)
         traced.append((batch, post, [_structure(t, wires) for t in batch]))
     first_batch, first_post, first = traced[0]
     if any([k for k, _ in other] != [k for k, _ in first] for _, _, other in traced[1:]):
@@ -637,20 +650,31 @@ def _affine(v: np.ndarray, y: np.ndarray):
 
 
 def _checked(plan: _Plan | None, tape, device, wires) -> _Plan | None:
-    """``plan`` if it gives the device's own preprocessing of ``tape`` (its structures and
-    parameter values, to 1e-9), else ``None``."""
+    """``plan`` if it gives the device's own preprocessing of ``tape``'s first row (its
+    structures and parameter values, to 1e-9), else ``None``."""
     if plan is None:
         return None
-    batch, _ = _device_batch([tape], device)
+    v = _row_values(tape)[0]
+    batch, _ = _device_batch([_row_tape(tape, v)], device)
     _check_tapes(batch)
     own = [_structure(t, wires) for t in batch]
-    v = _flat_values(tape)
     if [k for k, _ in own] != plan.keys:
         return None
     for (_, values), (j, a, b) in zip(own, plan.maps, strict=True):
         if not np.allclose(values, a * v[j] + b, rtol=0, atol=1e-9):
             return None
     return plan
+
+
+def _stack_rows(tape, rows: list):
+    """One broadcast tape's result from its rows' results, stacked as PennyLane's
+    ``broadcast_expand`` stacks them (the unbroadcast row's result for a tape without a batch
+    axis)."""
+    if tape.batch_size is None:
+        return rows[0]
+    if len(tape.measurements) == 1:
+        return qml.math.stack(rows)
+    return tuple(qml.math.stack([r[i] for r in rows]) for i in range(len(tape.measurements)))
 
 
 def _device_circuits(tapes, device, setup: _Setup, cache: dict):
@@ -674,16 +698,26 @@ def _device_circuits(tapes, device, setup: _Setup, cache: dict):
             _check_tapes(tape_batch)
             batch.extend(tape_batch)
             structures.extend(_structure(t, wires) for t in tape_batch)
-        else:
-            v = _flat_values(tape)
+            spans.append((start, len(batch), None, post))
+            continue
+        values = _row_values(tape)  # (rows, L)
+        per_circuit = [a * values[:, j] + b for j, a, b in plan.maps]  # each (rows, p_k)
+        for r in range(values.shape[0]):
             batch.extend(plan.circuits)
-            structures.extend((k, list(a * v[j] + b)) for k, (j, a, b)
-                              in zip(plan.keys, plan.maps, strict=True))
-            post = plan.post
-        spans.append((start, len(batch), post))
+            structures.extend((k, list(vals[r])) for k, vals
+                              in zip(plan.keys, per_circuit, strict=True))
+        spans.append((start, len(batch), plan, tape))
 
     def post_all(raw):
-        return [post(raw[a:b])[0] for a, b, post in spans]
+        out = []
+        for a, b, plan, other in spans:
+            if plan is None:
+                out.append(other(raw[a:b])[0])
+                continue
+            m = len(plan.circuits)
+            rows = [plan.post(raw[i:i + m])[0] for i in range(a, b, m)]
+            out.append(_stack_rows(other, rows))
+        return out
 
     return batch, structures, post_all
 

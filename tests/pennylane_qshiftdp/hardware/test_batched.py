@@ -58,6 +58,9 @@ def test_results_and_counts_are_those_of_qml_execute():
                                [qml.expval(qml.dot([0.5, 2.0], [qml.Z(1), qml.Z(0)]))],
                                shots=20),
         qml.tape.QuantumScript([qml.RY(flip, 0)], [qml.probs(wires=[0])], shots=50),
+        qml.tape.QuantumScript([qml.RX(np.array([flip, 0.0, flip]), 0), qml.Hadamard(1)],
+                               [qml.expval(qml.Z(0)), qml.probs(wires=[0]),
+                                qml.var(qml.X(1))], shots=25),
     ]
     assert route_refusal(tapes, dev) is None
     with qml.Tracker(dev) as mine:
@@ -67,7 +70,8 @@ def test_results_and_counts_are_those_of_qml_execute():
     assert mine.totals["jobs"] == 1 and mine.totals["batches"] == 1
     assert (mine.totals["executions"], mine.totals["shots"]) == (
         ref.totals["executions"], ref.totals["shots"])
-    assert mine.totals["executions"] == 1 + 2 + 2 + 1 + 1  # broadcast: 2; X and Z0: 2 circuits
+    assert mine.totals["executions"] == 1 + 2 + 2 + 1 + 1 + 3  # broadcast: a circuit per row;
+    # X0 and Z0 Z2: 2 circuits
 
     def same(a, b):
         if isinstance(b, tuple):
