@@ -189,16 +189,28 @@ def plan_layers(module: torch.nn.Module, example: torch.Tensor) -> tuple[LayerPl
 
 def _probe_seconds(module, example, rows: int, plans) -> float:
     """Wall time of one forward and backward pass of ``rows`` synthetic examples, after the
-    layers' expanded circuits for that batch shape are built (nothing runs then: what the
-    first step of a run builds once, a step of the run does not repeat)."""
+    layers' expanded circuits for that batch shape are built, and on the batched Qiskit route
+    their traced preprocessing and transpiled templates (nothing runs then: what the first
+    step of a run builds once, a step of the run does not repeat)."""
     x = torch.zeros((rows, *torch.as_tensor(example).shape),
                     dtype=torch.as_tensor(example).dtype)
     params = [p for p in module.parameters() if p.requires_grad]
     for plan in plans:
         if plan.layer is not None:
-            prepared_batch(plan.layer, torch.zeros(round(rows * plan.rows_per_example),
-                                                   plan.n_inputs, dtype=torch.float64),
+            n = round(rows * plan.rows_per_example)
+            prepared_batch(plan.layer, torch.zeros(n, plan.n_inputs, dtype=torch.float64),
                            plan.input_grad)
+            if plan.cost.batched_route and n > 0:
+                # the batched Qiskit route's traced preprocessing and transpiled templates
+                from .hardware.batched import TEMPLATE_CACHE, prepare_batched, sampler_of
+                from .qnn._caches import layer_cache
+                from .qnn.circuit_count import layer_tapes
+
+                qnode = plan.layer.qnode
+                prepare_batched(layer_tapes(plan.layer, n, n_inputs=plan.n_inputs,
+                                            input_grad=plan.input_grad) or [],
+                                qnode.device, sampler=sampler_of(qnode),
+                                cache=layer_cache(plan.layer, TEMPLATE_CACHE))
     with _quiet(module, evaluate=True), torch.enable_grad():
         start = time.perf_counter()
         out = module(x)

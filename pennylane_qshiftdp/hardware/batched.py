@@ -63,8 +63,8 @@ from pennylane.measurements import (
 from ..gradients._keys import measurement_key, value_key
 
 __all__ = ["MAX_TEMPLATES", "TEMPLATE_CACHE", "BatchedRouteFallback", "Template",
-           "execute_batched", "job_caps", "route_refusal", "sampler_of", "set_job_limits",
-           "set_sampler", "templates_of", "transpiled", "uses_batched_route"]
+           "execute_batched", "job_caps", "prepare_batched", "route_refusal", "sampler_of",
+           "set_job_limits", "set_sampler", "templates_of", "transpiled", "uses_batched_route"]
 
 #: Name of the layer cache (:func:`pennylane_qshiftdp.qnn._caches.layer_cache`) holding the
 #: transpiled templates (at most :data:`MAX_TEMPLATES`, oldest dropped first) and the job
@@ -720,6 +720,24 @@ def _device_circuits(tapes, device, setup: _Setup, cache: dict):
         return out
 
     return batch, structures, post_all
+
+
+def prepare_batched(tapes, device, *, sampler: Any = _AUTO, cache: dict) -> bool:
+    """Trace the device's preprocessing of ``tapes`` and transpile their templates into
+    ``cache``, as :func:`execute_batched` would, running nothing (what the first step of a run
+    builds once; the dry run's probe builds it before it is timed).
+
+    Returns:
+        bool: whether the tapes can take the route (:func:`route_refusal` is ``None``).
+    """
+    try:
+        setup = _setup(device, sampler)
+        _check_tapes(tapes)
+        _, structures, _ = _device_circuits(list(tapes), device, setup, cache)
+    except _Refused:
+        return False
+    _templates(cache, setup, {key for key, _ in structures})
+    return True
 
 
 def _templates(cache: dict, setup: _Setup, keys) -> dict:
