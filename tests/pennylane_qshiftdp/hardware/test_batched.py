@@ -242,14 +242,15 @@ def test_job_caps_split_a_batch_into_jobs_within_both():
     assert tracker.totals["jobs"] == 4  # 13 circuits, 4 per job
 
 
-@pytest.mark.parametrize("kind", ["backend_sampler", "runtime_job", "runtime_batch", "remote"])
+@pytest.mark.parametrize("kind", ["backend_sampler", "runtime_job", "runtime_batch",
+                                  "runtime_session", "remote"])
 def test_other_samplers_on_a_fake_backend(kind):
-    """qiskit's BackendSamplerV2 and IBM Runtime's SamplerV2 (job and batch mode, local on
-    FakeManilaV2) given to a qiskit.aer layer, and qiskit.remote on FakeManilaV2 with its own
+    """qiskit's BackendSamplerV2 and IBM Runtime's SamplerV2 (job, batch and session mode, local
+    on FakeManilaV2) given to a qiskit.aer layer, and qiskit.remote on FakeManilaV2 with its own
     (runtime) sampler: the templates are transpiled for the fake backend; the estimates are
     those of its noisy circuit (within 0.15 of the noiseless value at 500 shots)."""
     from qiskit.primitives import BackendSamplerV2
-    from qiskit_ibm_runtime import Batch, SamplerV2
+    from qiskit_ibm_runtime import Batch, SamplerV2, Session
     from qiskit_ibm_runtime.fake_provider import FakeManilaV2
 
     backend = FakeManilaV2()
@@ -259,6 +260,8 @@ def test_other_samplers_on_a_fake_backend(kind):
         sampler = SamplerV2(mode=backend)
     elif kind == "runtime_batch":
         sampler = SamplerV2(mode=Batch(backend=backend))
+    elif kind == "runtime_session":
+        sampler = SamplerV2(mode=Session(backend=backend))
     else:
         sampler = "auto"
     x = torch.tensor([[0.3, 1.1], [2.0, -0.4]], dtype=torch.float64)
