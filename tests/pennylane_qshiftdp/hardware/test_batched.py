@@ -163,6 +163,10 @@ def test_per_example_gradients_match_the_analytic_ones_within_shot_noise():
     bound = 5 / np.sqrt(2 * shots)
     assert torch.all((got - want).abs() <= bound), (got - want).abs().max()
     assert torch.all((ev.outputs - exact.outputs).abs() <= 5 / np.sqrt(shots))
+    with qml.Tracker(dev) as tracker, torch.no_grad():  # forward only (test metrics)
+        out = layer(x)
+    assert tracker.totals["jobs"] == 1 and tracker.totals["executions"] == 3
+    assert torch.all((out - exact.outputs[:, 0]).abs() <= 5 / np.sqrt(shots))
     again = evaluate_layer(_layer(_device(2, seed=5), shots), x)
     assert torch.equal(again.jacobian, ev.jacobian) and torch.equal(again.outputs, ev.outputs)
     other = evaluate_layer(_layer(_device(2, seed=6), shots), x)
