@@ -7,9 +7,10 @@ circuits are a handful of parametrised *templates*: the forward circuit and the 
 differ only in their gate parameters. :func:`execute_batched` therefore
 
 1. applies the device's own preprocessing (``device.preprocess_transforms()``: decomposition
-   into its gates, broadcast expansion, splitting of non-commuting observables), exactly as
+   into its gates, broadcast expansion, splitting of non-commuting observables), as
    :func:`pennylane.execute` does, so the circuits, their shots and their post-processing are
-   the device's;
+   the device's (traced once per row structure and reused where that is exact: "preprocessing"
+   below);
 2. groups the resulting circuits by exact structure, keyed by content: per gate its name, its
    wires and its number of parameters, then the measurement basis change (the diagonalizing
    gates, with their values); never by object identity;
@@ -67,8 +68,10 @@ __all__ = ["MAX_TEMPLATES", "TEMPLATE_CACHE", "BatchedRouteFallback", "Template"
            "set_job_limits", "set_sampler", "templates_of", "transpiled", "uses_batched_route"]
 
 #: Name of the layer cache (:func:`pennylane_qshiftdp.qnn._caches.layer_cache`) holding the
-#: transpiled templates (at most :data:`MAX_TEMPLATES`, oldest dropped first) and the job
-#: counter that derives each job's seed.
+#: traced device preprocessing per row structure (``"plans"``) and the transpiled templates
+#: per (structure, backend) (``"templates"``), at most :data:`MAX_TEMPLATES` each, oldest
+#: dropped first; the job counter that derives each job's seed (``"jobs"``); and the fallback
+#: reasons already warned of (``"warned"``).
 TEMPLATE_CACHE = "qiskit_templates"
 
 #: Most transpiled templates a cache keeps (a layer has a few: one per circuit structure).
