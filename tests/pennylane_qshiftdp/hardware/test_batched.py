@@ -176,8 +176,8 @@ def test_per_example_gradients_match_the_analytic_ones_within_shot_noise():
 def test_make_private_takes_the_route_by_default_and_set_sampler_none_switches_it_off():
     dev = _device(2, seed=1)
     model = torch.nn.Sequential(_layer(dev, 50))
-    x = torch.rand(8, 2, dtype=torch.float64)
-    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, torch.ones(8)),
+    x = torch.rand(40, 2, dtype=torch.float64)  # q = 1/10: a quick noise calibration
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, torch.ones(40)),
                                          batch_size=4)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     with warnings.catch_warnings():
@@ -197,11 +197,23 @@ def test_make_private_takes_the_route_by_default_and_set_sampler_none_switches_i
     totals = step()
     assert totals["jobs"] == 1 and totals["executions"] == 3 * 13
     assert uses_batched_route(model._module[0].qnode)
-    set_sampler(model, None)  # pennylane-qiskit's route (one transpile per circuit: one example)
-    xb = x[:1]
-    totals = step()
-    assert "jobs" not in totals and totals["executions"] == 13
-    assert not uses_batched_route(model._module[0].qnode)
+    # set_sampler(..., None): pennylane-qiskit's route (one transpile per circuit), on a layer
+    # of one rotation (3 circuits per example)
+    small = qml.device("qiskit.aer", wires=1)
+
+    @qml.set_shots(shots=20)
+    @qml.qnode(small, diff_method=qs.param_shift)
+    def circuit(inputs, weights):
+        qml.RY(inputs[..., 0], wires=0)
+        qml.RX(weights[0], wires=0)
+        return qml.expval(qml.Z(0))
+
+    layer = TorchLayer(circuit, {"weights": (1,)})
+    set_sampler(layer, None)
+    assert not uses_batched_route(layer.qnode)
+    with qml.Tracker(small) as tracker:
+        evaluate_layer(layer, torch.zeros(1, 1, dtype=torch.float64))
+    assert "jobs" not in tracker.totals and tracker.totals["executions"] == 3
 
 
 def test_fallback_warns_once_naming_why_and_gives_the_devices_numbers():
