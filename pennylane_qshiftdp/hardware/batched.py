@@ -258,27 +258,109 @@ def _structure(tape, wires: dict) -> tuple[tuple, list]:
     return (len(wires), tuple(gates), tuple(rotations)), values
 
 
+# One-qubit runs. A template has free parameters, so the transpiler cannot merge a run of
+# one-qubit rotations into one gate as it does for numeric circuits (each RY stays 2 sqrt(X)
+# pulses on IBM's basis, where a numeric run of any length is at most 2): with a noise model
+# or on hardware the template would run more noisy gates than pennylane-qiskit's per-circuit
+# transpile. A run of consecutive one-qubit gates on a wire with two or more non-diagonal
+# gates is therefore one U(theta, phi, lambda) gate of the template, its angles computed per
+# row from the product of the run's matrices (PennyLane's ``compute_matrix``, broadcast over
+# the rows) by Qiskit's ``OneQubitEulerDecomposer("U3")``: the same unitary up to a global
+# phase, so the same outcome law.
+_DIAGONAL = {"RZ", "PhaseShift", "U1", "S", "T", "PauliZ", "Identity", "Adjoint(S)",
+             "Adjoint(T)"}
+
+
+def _fusible(name: str) -> bool:
+    """A one-qubit gate PennyLane can give the matrix of from its parameters."""
+    cls = getattr(qml, name, None)
+    return isinstance(cls, type) and getattr(cls, "num_wires", None) == 1 \
+        and hasattr(cls, "compute_matrix")
+
+
+def _layout(key: tuple) -> list:
+    """The template's gates: ``("gate", i, src)`` keeps gate ``i`` (its parameters at columns
+    ``src`` of a row), ``("run", wire, [(name, src), ...])`` fuses a run into one U gate."""
+    _, gates, _ = key
+    out: list = []
+    runs: dict = {}
+    pos = 0
+
+    def close(wire) -> None:
+        run = runs.pop(wire, None)
+        if not run:
+            return
+        if sum(gates[i][0] not in _DIAGONAL for i, _ in run) >= 2:
+            out.append(("run", wire, [(gates[i][0], src) for i, src in run]))
+        else:
+            out.extend(("gate", i, src) for i, src in run)
+
+    for i, (name, wires, k) in enumerate(gates):
+        src = list(range(pos, pos + k))
+        pos += k
+        if len(wires) == 1 and _fusible(name):
+            runs.setdefault(wires[0], []).append((i, src))
+            continue
+        for w in wires:
+            close(w)
+        out.append(("gate", i, src))
+    for w in sorted(runs):
+        close(w)
+    return out
+
+
 def _circuit(key: tuple):
-    """The Qiskit circuit of a template key: free parameters ``p[0..k-1]`` in gate order,
-    every wire measured into the classical register ``c`` (as pennylane-qiskit does)."""
+    """The Qiskit circuit of a template key (gates in order, one-qubit runs fused, free
+    parameters ``p[0..k-1]``, every wire measured into the classical register ``c`` as
+    pennylane-qiskit does) and its layout (:func:`_layout`)."""
     from qiskit import ClassicalRegister, QuantumCircuit, QuantumRegister
     from qiskit.circuit import ParameterVector
+    from qiskit.circuit.library import UGate
 
     converter = _pennylane_qiskit()[0]  # type: ignore[index]
     n, gates, rotations = key
+    layout = _layout(key)
     qreg, creg = QuantumRegister(n, "q"), ClassicalRegister(n, "c")
     qc = QuantumCircuit(qreg, creg)
-    params = ParameterVector("p", sum(k for _, _, k in gates))
+    params = ParameterVector("p", sum(len(item[2]) if item[0] == "gate" else 3
+                                      for item in layout))
     pos = 0
-    for name, wires, k in gates:
-        qc.append(converter.QISKIT_OPERATION_MAP[name](*params[pos:pos + k]),
-                  [qreg[i] for i in wires])
-        pos += k
+    for item in layout:
+        if item[0] == "gate":
+            name, wires, k = gates[item[1]]
+            qc.append(converter.QISKIT_OPERATION_MAP[name](*params[pos:pos + k]),
+                      [qreg[i] for i in wires])
+            pos += k
+        else:
+            qc.append(UGate(*params[pos:pos + 3]), [qreg[item[1]]])
+            pos += 3
     for name, wires, data in rotations:
         qc.append(converter.QISKIT_OPERATION_MAP[name](*data), [qreg[i] for i in wires])
     for q, c in zip(qreg, creg, strict=True):
         qc.measure(q, c)
-    return qc, params
+    return qc, params, layout
+
+
+def _template_values(layout: list, raw: np.ndarray) -> np.ndarray:
+    """The template's parameter rows from the circuits' gate parameters ``raw`` ``(rows, k)``:
+    kept gates' parameters as they are, each fused run's U angles."""
+    from qiskit.synthesis import OneQubitEulerDecomposer
+
+    rows = raw.shape[0]
+    cols: list = []
+    decomposer = None
+    for item in layout:
+        if item[0] == "gate":
+            cols.extend(raw[:, c] for c in item[2])
+            continue
+        unitary = np.broadcast_to(np.eye(2, dtype=complex), (rows, 2, 2))
+        for name, src in item[2]:
+            matrix = getattr(qml, name).compute_matrix(*[raw[:, c] for c in src])
+            unitary = np.matmul(np.asarray(matrix, dtype=complex), unitary)
+        decomposer = decomposer or OneQubitEulerDecomposer("U3")
+        angles = np.array([decomposer.angles(u) for u in unitary]).reshape(rows, 3)
+        cols.extend(angles.T)
+    return np.stack(cols, axis=1) if cols else np.zeros((rows, 0))
 
 
 @dataclasses.dataclass
@@ -288,23 +370,30 @@ class Template:
     Attributes:
         key: the content key (:func:`templates_of`).
         circuit: the transpiled Qiskit circuit (free parameters).
-        columns: per parameter of ``circuit`` (in its order), the column of the rows it takes
-            (the transpiler drops parameters whose gates do not change the outcome law, e.g. a
-            rotation about Z just before a measurement).
+        columns: per parameter of ``circuit`` (in its order), the column of the template's
+            parameter rows it takes (the transpiler drops parameters whose gates do not change
+            the outcome law, e.g. a rotation about Z just before a measurement).
         creg: the name of the classical register holding the device's wires.
+        layout: which gates are kept and which one-qubit runs are fused (:func:`_layout`).
     """
 
     key: tuple
     circuit: Any
     columns: list
     creg: str
+    layout: list = dataclasses.field(default_factory=list)
+
+    def values(self, raw: np.ndarray) -> np.ndarray:
+        """The circuit's parameter rows (in ``circuit.parameters`` order) from the gate
+        parameters of the device's circuits ``raw`` ``(rows, k)``."""
+        return _template_values(self.layout, raw)[:, self.columns]
 
 
 def _transpile(key, backend, options: dict):
     from qiskit import transpile
     from qiskit_aer import AerSimulator
 
-    qc, params = _circuit(key)
+    qc, params, layout = _circuit(key)
     if isinstance(backend, AerSimulator):
         # the same pass manager as backend=: Aer's target (rebuilt at every access of
         # AerSimulator.target, about 1 ms, some 160 times per transpile) read once
@@ -312,7 +401,7 @@ def _transpile(key, backend, options: dict):
     else:
         isa = transpile(qc, backend=backend, **options)
     index = {p: i for i, p in enumerate(params)}
-    return Template(key, isa, [index[p] for p in isa.parameters], isa.cregs[0].name)
+    return Template(key, isa, [index[p] for p in isa.parameters], isa.cregs[0].name, layout)
 
 
 # ----------------------------------------------------------------------------- the device
@@ -795,7 +884,7 @@ def _pub(template: Template, rows, shots: int):
 
     values = np.array([v for _, v in rows], dtype=float).reshape(len(rows), -1)
     params = tuple(template.circuit.parameters)
-    binds = (BindingsArray({params: values[:, template.columns]}, shape=(len(rows),))
+    binds = (BindingsArray({params: template.values(values)}, shape=(len(rows),))
              if params else BindingsArray(shape=(len(rows),)))
     return template.circuit, binds, shots
 

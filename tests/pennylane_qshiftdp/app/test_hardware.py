@@ -344,11 +344,10 @@ def test_qiskit_aer_with_a_fake_backend_noise_model(capsys, tmp_path):
 def test_the_dry_run_on_qiskit_aer_counts_jobs_and_the_fake_backends_qpu_time(capsys):
     """issue 45 item 4: iris on qiskit.aer with FakeManilaV2's noise: one SamplerV2 job per
     output layer per step, and the QPU time of a step's shots from FakeManilaV2's target
-    durations (each neuron circuit RY, Rot = RZ RY RZ, measure, with free parameters as the
-    route runs it, transpiled here in Qiskit) plus its default repetition delay; without a
-    fake backend no QPU time."""
+    durations (each neuron circuit RY, Rot = RZ RY RZ, measure at generic angles, transpiled
+    here in Qiskit: the route's template fuses the run into one U gate, the same pulses) plus
+    its default repetition delay; without a fake backend no QPU time."""
     from qiskit import QuantumCircuit, transpile
-    from qiskit.circuit import ParameterVector
     from qiskit_ibm_runtime.fake_provider import FakeManilaV2
 
     base = ["train", "--dataset", "iris", "--device", "qiskit.aer", "--shot-sampling", "device",
@@ -357,12 +356,11 @@ def test_the_dry_run_on_qiskit_aer_counts_jobs_and_the_fake_backends_qpu_time(ca
     assert list(plan) == list(COST_KEYS)
     assert plan["jobs_per_step"] == plan["device_batches_per_step"] == 3
     backend = FakeManilaV2()
-    p = ParameterVector("p", 4)
     qc = QuantumCircuit(1, 1)
-    qc.ry(p[0], 0)
-    qc.rz(p[1], 0)
-    qc.ry(p[2], 0)
-    qc.rz(p[3], 0)
+    qc.ry(0.3, 0)
+    qc.rz(0.7, 0)
+    qc.ry(1.1, 0)
+    qc.rz(-0.4, 0)
     qc.measure(0, 0)
     shot = transpile(qc, backend=backend).estimate_duration(backend.target, unit="s")
     assert plan["qpu_seconds_per_step"] == pytest.approx(

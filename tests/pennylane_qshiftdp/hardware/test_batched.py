@@ -294,3 +294,36 @@ def test_other_samplers_on_a_fake_backend(kind):
     assert torch.all((ev.jacobian - exact.jacobian).abs() < 0.2)
     with pytest.raises(TypeError, match="`sampler` must be 'auto', None or a Qiskit SamplerV2"):
         set_sampler(layer, "aer")
+
+
+def test_fused_one_qubit_runs_give_each_circuits_outcome_law_exactly():
+    """A template fuses runs of one-qubit gates into one U gate per run (its angles computed per
+    row): the template circuit bound to a row has the outcome probabilities default.qubit gives
+    that circuit (exactly, to float rounding), for runs of RY, RZ, RX, Hadamard, SX, PhaseShift,
+    U3 and S between CNOTs."""
+    from qiskit.quantum_info import Statevector
+    from qiskit_ibm_runtime.fake_provider import FakeManilaV2
+
+    from pennylane_qshiftdp.hardware import batched as hb
+
+    rng = np.random.default_rng(1)
+    a = rng.uniform(-3, 3, size=12)
+    ops = [qml.RY(a[0], 0), qml.RZ(a[1], 0), qml.RX(a[2], 0), qml.Hadamard(1), qml.RY(a[3], 1),
+           qml.CNOT([0, 1]), qml.SX(0), qml.PhaseShift(a[4], 0), qml.U3(a[5], a[6], a[7], 0),
+           qml.RY(a[8], 2), qml.S(2), qml.RX(a[9], 2), qml.CNOT([2, 1]), qml.RZ(a[10], 1),
+           qml.RY(a[11], 1)]
+    tape = qml.tape.QuantumScript(ops, [qml.probs(wires=[0, 1, 2])], shots=10)
+    dev = _device(3)
+    [device_tape], _ = hb._device_batch([tape], dev)
+    key, values = hb._structure(device_tape, {0: 0, 1: 1, 2: 2})
+    qc, _, layout = hb._circuit(key)
+    assert sum(item[0] == "run" for item in layout) == 4  # wires 0 (twice), 1 and 2
+    bound = qc.assign_parameters(hb._template_values(layout, np.array([values]))[0])
+    bound.remove_final_measurements()
+    probs = Statevector.from_instruction(bound).probabilities(qargs=[2, 1, 0])
+    want = qml.execute([tape.copy(shots=None)], qml.device("default.qubit"))[0]
+    np.testing.assert_allclose(probs, want, atol=1e-12)
+    # on IBM's basis each fused run is 2 sqrt(X) pulses, as a numeric transpile gives; the last
+    # run (RZ, RY: one non-diagonal gate) is kept as it is, its RY 2 pulses
+    isa = hb._transpile(key, FakeManilaV2(), {}).circuit
+    assert isa.count_ops().get("sx", 0) == 2 * 4 + 2
