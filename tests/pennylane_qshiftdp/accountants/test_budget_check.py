@@ -245,7 +245,7 @@ def test_a_fresh_copy_answers_as_a_new_ledger_and_shares_the_compositions(accoun
     template.charge()
     calls = _count_compositions(monkeypatch)
     trials = []
-    for trial in range(3):
+    for _ in range(3):
         ledger = template.fresh()
         assert ledger.steps == 0 and ledger.epsilon == 0.0
         refused = _run_until_refused(ledger, truth, max_steps=20)
