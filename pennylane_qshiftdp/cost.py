@@ -33,6 +33,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pennylane as qml
 import torch
@@ -222,7 +223,7 @@ def _probe_seconds(module, example, rows: int, plans) -> float:
 def estimate_cost(module: torch.nn.Module, data_loader: torch.utils.data.DataLoader, *,
                   epochs: float, sample_rate: float | None = None,
                   probe: bool = False, probe_rows: int | None = None,
-                  qpu_backend=None) -> CostEstimate:
+                  qpu_backend: Any = None) -> CostEstimate:
     r"""Circuits, shots, device batches and steps of private training, before any circuit runs.
 
     Sampling as :func:`~pennylane_qshiftdp.make_private` does it: Poisson rate

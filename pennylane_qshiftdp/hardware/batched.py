@@ -48,7 +48,8 @@ from __future__ import annotations
 import dataclasses
 import sys
 import warnings
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pennylane as qml
@@ -62,6 +63,9 @@ from pennylane.measurements import (
 )
 
 from ..gradients._keys import measurement_key, value_key
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["MAX_TEMPLATES", "TEMPLATE_CACHE", "BatchedRouteFallback", "Template",
            "execute_batched", "job_caps", "prepare_batched", "route_refusal", "sampler_of",
@@ -99,7 +103,7 @@ class _Refused(Exception):
     """Why a batch cannot take the route (the message)."""
 
 
-def set_sampler(target, sampler: Any = _AUTO) -> list:
+def set_sampler(target: qml.QNode | torch.nn.Module, sampler: Any = _AUTO) -> list:
     """Choose how the QNodes of ``target`` run their circuits on a pennylane-qiskit device.
 
     ``"auto"`` (the default, also without calling this): the batched route with the device's
@@ -139,7 +143,7 @@ def set_sampler(target, sampler: Any = _AUTO) -> list:
     return qnodes
 
 
-def set_job_limits(target, *, max_circuits: int | None = None,
+def set_job_limits(target: qml.QNode | torch.nn.Module, *, max_circuits: int | None = None,
                    max_shots: int | None = None) -> list:
     """Cap what one job of the batched route holds: a batch of more circuits or shots runs as
     several jobs, each within both caps (``qshiftdp train`` sets ``--max-circuits`` and
@@ -174,7 +178,7 @@ def set_job_limits(target, *, max_circuits: int | None = None,
     return qnodes
 
 
-def job_caps(qnode) -> dict:
+def job_caps(qnode: qml.QNode) -> dict:
     """The caps :func:`set_job_limits` gave ``qnode`` (``max_circuits``, ``max_shots``)."""
     return dict(getattr(qnode, _CAPS_ATTR, {"max_circuits": None, "max_shots": None}))
 
@@ -185,7 +189,7 @@ def _check_cap(name: str, value) -> None:
         raise ValueError(f"`{name}` must be a positive integer or None. Found {value!r}.")
 
 
-def sampler_of(qnode) -> Any:
+def sampler_of(qnode: qml.QNode) -> Any:
     """The sampler :func:`set_sampler` gave ``qnode``: ``"auto"`` (the default), ``None`` (the
     device's own execution) or a ``SamplerV2``."""
     return getattr(qnode, _SAMPLER_ATTR, _AUTO)
@@ -216,7 +220,7 @@ def _kind(device) -> tuple[str, Any] | None:
     return None
 
 
-def uses_batched_route(qnode) -> bool:
+def uses_batched_route(qnode: qml.QNode) -> bool:
     """Whether ``qnode``'s circuits go through :func:`execute_batched` (a pennylane-qiskit
     device and a sampler other than ``None``; a batch the route cannot take still falls back
     with a warning)."""
@@ -518,7 +522,8 @@ def _device_batch(tapes, device):
     return program(list(tapes))
 
 
-def route_refusal(tapes, device, sampler: Any = _AUTO) -> str | None:
+def route_refusal(tapes: Sequence[qml.tape.QuantumScript], device: qml.devices.Device,
+                  sampler: Any = _AUTO) -> str | None:
     """Why ``tapes`` cannot take the batched route on ``device`` (``None``: they can).
 
     Args:
@@ -576,7 +581,8 @@ def transpiled(key: tuple, backend, options: dict | None = None):
 
 
 # ----------------------------------------------------------------------------- execution
-def execute_batched(tapes, device, *, sampler: Any = _AUTO, cache: dict | None = None,
+def execute_batched(tapes: Sequence[qml.tape.QuantumScript], device: qml.devices.Device, *,
+                    sampler: Any = _AUTO, cache: dict | None = None,
                     max_circuits: int | None = None, max_shots: int | None = None) -> list:
     r"""``qml.execute(tapes, device)`` on a pennylane-qiskit device as one ``SamplerV2`` job.
 

@@ -12,6 +12,8 @@ trips of a job.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["circuit_seconds", "has_durations", "shot_seconds"]
 
 
@@ -31,7 +33,7 @@ def has_durations(backend) -> bool:
     return any(p is not None and p.duration for p in props.values())
 
 
-def circuit_seconds(circuit, backend) -> float:
+def circuit_seconds(circuit: Any, backend: Any) -> float:
     """Duration in seconds of one shot of ``circuit`` (transpiled for ``backend``) on
     ``backend``: the longest path of instruction durations of its ``target``.
 
@@ -51,7 +53,7 @@ def circuit_seconds(circuit, backend) -> float:
     return float(circuit.estimate_duration(backend.target, unit="s"))
 
 
-def shot_seconds(circuit, backend) -> float:
+def shot_seconds(circuit: Any, backend: Any) -> float:
     """QPU seconds of one shot of ``circuit`` on ``backend``: :func:`circuit_seconds` plus the
     backend's ``default_rep_delay`` (0 where it gives none).
 
