@@ -936,6 +936,13 @@ def _fallback(tapes, device, why: str, cache: dict) -> list:
         warned.add(why)
         warnings.warn(f"Batched Qiskit route not taken ({why}); the device's own execution "
                       f"runs these circuits.", BatchedRouteFallback, stacklevel=3)
+    return device_execute(tapes, device)
+
+
+def device_execute(tapes: Sequence[qml.tape.QuantumScript],
+                   device: qml.devices.Device) -> list:
+    """``qml.execute(tapes, device)`` with one call per distinct shot count (results in the
+    order of ``tapes``): the device's own execution, which the batched route replaces."""
     counts = list(dict.fromkeys(t.shots for t in tapes))
     if len(counts) <= 1:
         return list(qml.execute(tapes, device, diff_method=None))

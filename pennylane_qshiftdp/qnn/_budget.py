@@ -17,10 +17,15 @@ structure, cached in the layer).
 from __future__ import annotations
 
 import numpy as np
-import pennylane as qml
 
 from ..gradients.shift_rules import coefficient_matrix
-from ..hardware.batched import execute_batched, job_caps, sampler_of, uses_batched_route
+from ..hardware.batched import (
+    device_execute,
+    execute_batched,
+    job_caps,
+    sampler_of,
+    uses_batched_route,
+)
 from ..sampling.allocation import shot_budget, split_shots
 
 __all__: list[str] = []
@@ -59,13 +64,4 @@ def execute_by_shots(tapes, device, *, qnode=None, cache: dict | None = None) ->
     if qnode is not None and uses_batched_route(qnode):
         return execute_batched(tapes, device, sampler=sampler_of(qnode), cache=cache,
                                **job_caps(qnode))
-    counts = shot_counts(tapes)
-    if len(counts) <= 1:
-        return list(qml.execute(tapes, device, diff_method=None))
-    results: list = [None] * len(tapes)
-    for shots in counts:
-        idx = [i for i, t in enumerate(tapes) if t.shots == shots]
-        for i, r in zip(idx, qml.execute([tapes[i] for i in idx], device, diff_method=None),
-                        strict=True):
-            results[i] = r
-    return results
+    return device_execute(tapes, device)
