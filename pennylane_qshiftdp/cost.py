@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pennylane as qml
 import torch
@@ -50,7 +52,8 @@ __all__ = ["COST_KEYS", "CostEstimate", "CostMeter", "LayerPlan", "estimate_cost
 #: The keys of :meth:`CostEstimate.as_dict` (``qshiftdp train --dry-run``'s JSON object) and of
 #: :meth:`CostMeter.summary`, in this order.
 COST_KEYS = ("circuits_per_step", "shots_per_step", "device_batches_per_step", "steps",
-             "total_circuits", "total_shots", "seconds_per_step", "total_seconds")
+             "total_circuits", "total_shots", "seconds_per_step", "total_seconds",
+             "jobs_per_step", "qpu_seconds_per_step")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,6 +96,15 @@ class CostEstimate:
             synthetic batch of :math:`\mathrm{round}(\bar B)` examples), ``None`` without a
             probe.
         total_seconds: ``steps × seconds_per_step`` (``None`` without a probe).
+        jobs_per_step: primitive jobs (Qiskit) per non-empty step: one per quantum layer on
+            the batched Qiskit route, more where a per-job cap
+            (:func:`~pennylane_qshiftdp.hardware.set_job_limits`) or the backend's
+            ``max_circuits`` splits a layer's batch (at least ⌈circuits/cap⌉ and
+            ⌈shots/cap⌉); ``device_batches_per_step`` elsewhere.
+        qpu_seconds_per_step: estimated QPU time of a step's shots, :math:`\sum_c N_c (d_c
+            + r)` with each circuit's duration :math:`d_c` from the backend's ``target`` and
+            its default repetition delay :math:`r` (:mod:`pennylane_qshiftdp.hardware.qpu_time`;
+            no compilation or queueing), ``None`` without a backend that gives durations.
         expected_batch_size: :math:`\bar B = qN`.
         sample_rate: :math:`q`.
         layers: the quantum layers of a step (:class:`LayerPlan`).
@@ -109,9 +121,11 @@ class CostEstimate:
     expected_batch_size: float
     sample_rate: float
     layers: tuple
+    jobs_per_step: int = 0
+    qpu_seconds_per_step: float | None = None
 
     def as_dict(self) -> dict:
-        """The eight keys of :data:`COST_KEYS` (``qshiftdp train --dry-run``'s JSON object)."""
+        """The keys of :data:`COST_KEYS` (``qshiftdp train --dry-run``'s JSON object)."""
         return {k: getattr(self, k) for k in COST_KEYS}
 
 
@@ -176,16 +190,28 @@ def plan_layers(module: torch.nn.Module, example: torch.Tensor) -> tuple[LayerPl
 
 def _probe_seconds(module, example, rows: int, plans) -> float:
     """Wall time of one forward and backward pass of ``rows`` synthetic examples, after the
-    layers' expanded circuits for that batch shape are built (nothing runs then: what the
-    first step of a run builds once, a step of the run does not repeat)."""
+    layers' expanded circuits for that batch shape are built, and on the batched Qiskit route
+    their traced preprocessing and transpiled templates (nothing runs then: what the first
+    step of a run builds once, a step of the run does not repeat)."""
     x = torch.zeros((rows, *torch.as_tensor(example).shape),
                     dtype=torch.as_tensor(example).dtype)
     params = [p for p in module.parameters() if p.requires_grad]
     for plan in plans:
         if plan.layer is not None:
-            prepared_batch(plan.layer, torch.zeros(round(rows * plan.rows_per_example),
-                                                   plan.n_inputs, dtype=torch.float64),
+            n = round(rows * plan.rows_per_example)
+            prepared_batch(plan.layer, torch.zeros(n, plan.n_inputs, dtype=torch.float64),
                            plan.input_grad)
+            if plan.cost.batched_route and n > 0:
+                # the batched Qiskit route's traced preprocessing and transpiled templates
+                from .hardware.batched import TEMPLATE_CACHE, prepare_batched, sampler_of
+                from .qnn._caches import layer_cache
+                from .qnn.circuit_count import layer_tapes
+
+                qnode = plan.layer.qnode
+                prepare_batched(layer_tapes(plan.layer, n, n_inputs=plan.n_inputs,
+                                            input_grad=plan.input_grad) or [],
+                                qnode.device, sampler=sampler_of(qnode),
+                                cache=layer_cache(plan.layer, TEMPLATE_CACHE))
     with _quiet(module, evaluate=True), torch.enable_grad():
         start = time.perf_counter()
         out = module(x)
@@ -196,7 +222,8 @@ def _probe_seconds(module, example, rows: int, plans) -> float:
 
 def estimate_cost(module: torch.nn.Module, data_loader: torch.utils.data.DataLoader, *,
                   epochs: float, sample_rate: float | None = None,
-                  probe: bool = False, probe_rows: int | None = None) -> CostEstimate:
+                  probe: bool = False, probe_rows: int | None = None,
+                  qpu_backend: Any = None) -> CostEstimate:
     r"""Circuits, shots, device batches and steps of private training, before any circuit runs.
 
     Sampling as :func:`~pennylane_qshiftdp.make_private` does it: Poisson rate
@@ -219,6 +246,10 @@ def estimate_cost(module: torch.nn.Module, data_loader: torch.utils.data.DataLoa
             and scale the time linearly to :math:`\bar B` (``None``: the whole expected batch).
             The scaling assumes a step's time linear in its rows (a device's fixed cost per
             batch is counted :math:`\bar B` / rows times).
+        qpu_backend: a Qiskit ``BackendV2`` whose ``target`` durations give the estimated QPU
+            time of the layers on the batched Qiskit route (e.g. the fake backend whose noise
+            model ``qiskit.aer`` simulates); ``None``: the device's own backend where its
+            target has durations (``qiskit.remote``), else no estimate.
 
     Returns:
         CostEstimate: the plan (``as_dict()`` gives the keys of :data:`COST_KEYS`).
@@ -254,12 +285,16 @@ def estimate_cost(module: torch.nn.Module, data_loader: torch.utils.data.DataLoa
     example = dataset[0][0]
     plans = plan_layers(module, example)
     circuits = shots = 0.0
-    batches = 0
+    batches = jobs = 0
+    qpu: float | None = 0.0
     for plan in plans:
         rows = expected * plan.rows_per_example
         circuits += plan.cost.circuits(rows)
         shots += plan.cost.shots(rows)
         batches += plan.cost.device_batches
+        jobs += _jobs(plan, plan.cost.circuits(rows), plan.cost.shots(rows))
+        seconds_q = _qpu_seconds(plan, rows, qpu_backend)
+        qpu = None if qpu is None or seconds_q is None else qpu + seconds_q
     seconds = None
     if probe:
         rows = max(1, round(expected))
@@ -274,7 +309,54 @@ def estimate_cost(module: torch.nn.Module, data_loader: torch.utils.data.DataLoa
         device_batches_per_step=batches, steps=steps, total_circuits=_tidy(circuits * steps),
         total_shots=_tidy(shots * steps),
         seconds_per_step=seconds, total_seconds=None if seconds is None else seconds * steps,
-        expected_batch_size=expected, sample_rate=q, layers=plans)
+        expected_batch_size=expected, sample_rate=q, layers=plans, jobs_per_step=jobs,
+        qpu_seconds_per_step=qpu)
+
+
+def _jobs(plan: LayerPlan, circuits: float, shots: float) -> int:
+    """Primitive jobs of one layer's batch of ``circuits`` and ``shots`` (see
+    :attr:`CostEstimate.jobs_per_step`)."""
+    if not plan.cost.batched_route or plan.layer is None:
+        return plan.cost.device_batches
+    from .hardware.batched import job_caps
+
+    caps = job_caps(plan.layer.qnode)
+    backend_max = getattr(getattr(plan.layer.qnode.device, "target_device",
+                                  plan.layer.qnode.device), "backend", None)
+    backend_max = getattr(backend_max, "max_circuits", None)
+    need = 1
+    for cap, amount in ((caps["max_circuits"], circuits), (backend_max, circuits),
+                        (caps["max_shots"], shots)):
+        if cap:
+            need = max(need, math.ceil(amount / cap - 1e-9))
+    return need
+
+
+def _qpu_seconds(plan: LayerPlan, rows: float, backend) -> float | None:
+    """Estimated QPU seconds of one layer's batch of ``rows`` examples (``None`` where no
+    backend gives durations, or the layer is not on the batched route)."""
+    if not plan.cost.batched_route or plan.layer is None or rows <= 0:
+        return 0.0 if rows <= 0 else None
+    from .hardware.batched import templates_of, transpiled
+    from .hardware.qpu_time import has_durations, shot_seconds
+    from .qnn.circuit_count import layer_tapes
+
+    device = plan.layer.qnode.device
+    if backend is None:
+        own = getattr(device, "compile_backend", None)
+        backend = own if own is not None and has_durations(own) else None
+    if backend is None or not has_durations(backend):
+        return None
+
+    def seconds(n: int) -> float:
+        tapes = layer_tapes(plan.layer, n, n_inputs=plan.n_inputs, input_grad=plan.input_grad)
+        total = 0.0
+        for key, count, shots in templates_of(tapes or [], device):
+            total += count * shots * shot_seconds(transpiled(key, backend), backend)
+        return total
+
+    one, two = seconds(1), seconds(2)
+    return (2 * one - two) + (two - one) * rows
 
 
 def _tidy(value: float) -> float:
@@ -324,15 +406,17 @@ class CostMeter:
             start = time.perf_counter()
             yield
             seconds = time.perf_counter() - start
-        circuits = shots = batches = 0
+        circuits = shots = batches = jobs = 0
         for tracker, ratio in zip(trackers, self._ratio, strict=True):
             executions = int(tracker.totals.get("executions", 0))
             circuits += executions
             batches += int(tracker.totals.get("batches", 0))
+            # the batched Qiskit route counts its primitive jobs; elsewhere a batch is a job
+            jobs += int(tracker.totals.get("jobs", tracker.totals.get("batches", 0)))
             shots += (int(tracker.totals.get("shots", 0)) if ratio is None
                       else int(round(executions * ratio)))
         self.records.append({"circuits": circuits, "shots": shots, "device_batches": batches,
-                             "seconds": seconds})
+                             "jobs": jobs, "seconds": seconds})
 
     def summary(self) -> dict:
         """Means per step and totals over the measured steps, with the keys of
@@ -341,11 +425,12 @@ class CostMeter:
         if not steps:
             return dict.fromkeys(COST_KEYS) | {"steps": 0}
         total = {k: sum(r[k] for r in self.records) for k in
-                 ("circuits", "shots", "device_batches", "seconds")}
+                 ("circuits", "shots", "device_batches", "jobs", "seconds")}
         return {"circuits_per_step": total["circuits"] / steps,
                 "shots_per_step": total["shots"] / steps,
                 "device_batches_per_step": total["device_batches"] / steps,
                 "steps": steps, "total_circuits": total["circuits"],
                 "total_shots": total["shots"], "seconds_per_step": total["seconds"] / steps,
-                "total_seconds": total["seconds"]}
+                "total_seconds": total["seconds"], "jobs_per_step": total["jobs"] / steps,
+                "qpu_seconds_per_step": None}
 

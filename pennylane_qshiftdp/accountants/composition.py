@@ -47,6 +47,7 @@ __all__ = [
     "make_accountant",
     "normalise_history",
     "quiet_opacus",
+    "truncate_history",
 ]
 
 #: Accountants supported by this package, by Opacus mechanism name (``"pld"`` is registered
@@ -105,6 +106,25 @@ def extend_history(history, sigma: float, q: float, k: int) -> History:
         out.append((s, r, n + k))
     else:
         out.append((sigma, q, k))
+    return out
+
+
+def truncate_history(history, k: int) -> History:
+    """The first ``k`` steps of ``history`` (a list of (σ, q, steps) triples).
+
+    Example:
+        >>> truncate_history([(1.0, 0.1, 3), (2.0, 0.1, 4)], 5)
+        [(1.0, 0.1, 3), (2.0, 0.1, 2)]
+        >>> truncate_history([(1.0, 0.1, 3)], 3)
+        [(1.0, 0.1, 3)]
+    """
+    out: History = []
+    left = int(k)
+    for s, q, n in history:
+        if left <= 0:
+            break
+        out.append((s, q, min(int(n), left)))
+        left -= int(n)
     return out
 
 

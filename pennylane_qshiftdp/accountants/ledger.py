@@ -21,6 +21,7 @@ References:
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -45,6 +46,7 @@ from .composition import (
     epsilon_from_history,
     extend_history,
     make_accountant,
+    truncate_history,
 )
 from .persistence import FORMAT_VERSION, ledger_state, normalise_extra, parse_state, write_atomic
 from .pld import PLD_MAX_STEPS
@@ -613,6 +615,40 @@ class PrivacyLedger:
         """
         return self.proven_epsilon
 
+    def epsilon_at(self, steps: int, *, credited: bool = False) -> float:
+        """ε (nats, at ``target_delta``) after the first ``steps`` recorded steps.
+
+        The proven guarantee of that prefix of :attr:`proven_history` (or, with
+        ``credited=True``, the credited one of :attr:`credited_history`; without a credit
+        mode the proven one). ``epsilon_at(ledger.steps)`` is :attr:`epsilon` (the same
+        composition, the same float). The optimizer fills its step records' ε with it when they
+        are read, so a step composes nothing it does not need.
+
+        Args:
+            steps: a count of recorded steps, 0 ≤ ``steps`` ≤ :attr:`steps`.
+            credited: the credited guarantee instead of the proven one.
+
+        Returns:
+            ε of the prefix (0 for ``steps=0``).
+
+        Raises:
+            ValueError: if ``steps`` is negative or above the steps recorded.
+
+        Example:
+            >>> ledger = PrivacyLedger(target_epsilon=20.0, target_delta=1e-5,
+            ...                        noise_multiplier=1.0, sample_rate=0.2, sensitivity=1.0)
+            >>> for _ in range(50):
+            ...     ledger.charge()
+            >>> ledger.epsilon_at(50) == ledger.epsilon, ledger.epsilon_at(10) < ledger.epsilon
+            (True, True)
+        """
+        k = self._check_nonnegative_steps(steps)
+        if k > self.steps:
+            raise ValueError(f"`steps` must be at most the {self.steps} steps recorded. "
+                             f"Found {steps!r}.")
+        history = self._credited if credited and self._credit_mode != "none" else self._proven
+        return self._epsilon_of(truncate_history(history, k))
+
     def epsilon_after(self, steps: int, *, noise_multiplier: float | None = None) -> float:
         r"""Planned ε (nats) after ``steps`` more steps at (σ, q).
 
@@ -737,6 +773,37 @@ class PrivacyLedger:
         if credited is not None:
             self._credited = extend_history(self._credited, credited, self._sample_rate, 1)
 
+    def fresh(self) -> PrivacyLedger:
+        """A ledger with this one's settings and no steps, sharing its compositions.
+
+        For repeated trials of one run (the audits' releases): every trial accounts the same
+        plan, so the compositions, one-step PLDs and admissible step counts K* this ledger has
+        remembered (pure functions of the history, δ and target, never of the steps taken)
+        serve the copy, and what the copy composes serves this one. Steps, histories and the
+        ε caches are the copy's own; ``extra`` is copied. Every ε and every budget answer is
+        what a new :class:`PrivacyLedger` with the same arguments gives.
+
+        Returns:
+            PrivacyLedger: the empty copy.
+
+        Example:
+            >>> ledger = PrivacyLedger(target_epsilon=8.0, target_delta=1e-5,
+            ...                        noise_multiplier=1.0, sample_rate=0.2, sensitivity=1.0)
+            >>> ledger.charge()
+            >>> trial = ledger.fresh()
+            >>> trial.steps, ledger.steps, trial.target_epsilon
+            (0, 1, 8.0)
+        """
+        new = copy.copy(self)
+        new._extra = copy.deepcopy(self._extra)
+        new._acct = make_accountant(self._accountant_name)
+        new._proven, new._credited = [], []
+        new._eps_cache = None
+        for slot in ("_proven_cache", "_credited_cache"):
+            new.__dict__.pop(slot, None)
+        new._unread_compositions = 0
+        return new
+
     def remaining_steps(self) -> int:
         """How many more steps at (σ, q) fit in the budget.
 
@@ -802,7 +869,14 @@ class PrivacyLedger:
         self._eps_cache = None
         self._proven_cache = None
         self._credited_cache = None
-        self._reset_memos()
+        # The remembered compositions are keyed by everything they depend on (accountant, δ,
+        # target, history; σ, q and interval for a one-step PLD), so they stay exact across a
+        # load (an audit reloads the same plan every trial): only the check's bookkeeping
+        # restarts (a ledger made by from_state_dict starts with empty memos).
+        if "_epsilon_memo" in self.__dict__:
+            self._unread_compositions = 0
+        else:
+            self._reset_memos()
 
     @classmethod
     def from_state_dict(cls, state_dict: dict[str, Any]) -> PrivacyLedger:

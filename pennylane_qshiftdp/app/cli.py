@@ -252,7 +252,9 @@ def _add_train_parser(subparsers) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="print the plan as one JSON object (circuits_per_step, shots_per_step, "
                    "device_batches_per_step, steps, total_circuits, total_shots, "
-                   "seconds_per_step, total_seconds) and exit without training or writing "
+                   "seconds_per_step, total_seconds, jobs_per_step, qpu_seconds_per_step: the "
+                   "estimated QPU time from the durations of --noise-model's fake backend) and "
+                   "exit without training or writing "
                    "anything (also in an --output-dir that holds a run); the count is printed "
                    "on stderr first, then the time comes from one probe step on a synthetic "
                    "batch of at most 4 rows (zeros, no training example), scaled linearly to "
@@ -261,9 +263,12 @@ def _add_train_parser(subparsers) -> None:
     p.add_argument("--no-probe", action="store_true",
                    help="with --dry-run: count only, run no circuit (the seconds are null)")
     p.add_argument("--max-shots", type=_positive_int, default=None,
-                   help="refuse, before any circuit runs, a plan expecting more shots in all")
+                   help="refuse, before any circuit runs, a plan expecting more shots in all; "
+                   "on qiskit devices also the most shots of one job (a batch above it runs "
+                   "as several jobs)")
     p.add_argument("--max-circuits", type=_positive_int, default=None,
-                   help="refuse, before any circuit runs, a plan expecting more circuits in all")
+                   help="refuse, before any circuit runs, a plan expecting more circuits in "
+                   "all; on qiskit devices also the most circuits of one job")
     p.add_argument("--no-progress", action="store_true",
                    help="hide the progress bar (and --dry-run's progress lines)")
     p.add_argument("--skip-plan-check", action="store_true",

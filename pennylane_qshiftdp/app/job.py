@@ -443,6 +443,9 @@ def _build(config: TrainConfig) -> _Job:
         set_shot_sampling(model, sampling)
     if config.shot_budget is not None:
         _apply_shot_budget(config, model, data, shots)
+    if (config.max_circuits is not None or config.max_shots is not None) \
+            and device.startswith("qiskit."):
+        _apply_job_limits(config, model)
     eval_device = device if config.eval_shots is not None or device in _SIMULATORS \
         else "default.qubit"
     eval_model = make(config.eval_shots, _seed_for(config.seed, 0, 4), device=eval_device)
@@ -450,6 +453,32 @@ def _build(config: TrainConfig) -> _Job:
     return _Job(config, data, loss_fn, model_cls, model, eval_model, sgd, shots, device,
                 sampling, recorder, private=math.isfinite(config.epsilon), make=make,
                 eval_device=eval_device)
+
+
+def _apply_job_limits(config, model) -> None:
+    """``--max-circuits`` / ``--max-shots`` per job as well as in total: the batched Qiskit
+    route splits a batch above either into several jobs."""
+    from ..hardware import set_job_limits
+
+    for name in ("max_shots", "max_circuits"):
+        value = getattr(config, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 1):
+            raise ValueError(f"`{name}` must be a positive integer. Found {value!r}.")
+    set_job_limits(model, max_circuits=config.max_circuits, max_shots=config.max_shots)
+
+
+def _qpu_backend(config):
+    """The backend whose target durations give the plan's QPU time: the fake backend whose
+    noise model qiskit.aer simulates (``--noise-model FakeManilaV2``), else ``None``."""
+    from .noise_spec import is_fake_backend_name
+
+    name = config.noise_model
+    if name is None or not is_fake_backend_name(name):
+        return None
+    from qiskit_ibm_runtime import fake_provider
+
+    return getattr(fake_provider, name)()
 
 
 def _training_device(config, model):
@@ -861,7 +890,10 @@ def _cost_section(job: _Job) -> dict:
 
     estimated = job.estimate.as_dict() if job.estimate is not None else dict.fromkeys(COST_KEYS)
     measured = job.meter.summary() if job.config.diagnostics and job.meter is not None else None
-    return {"estimated": estimated, "measured": measured, "note": COST_NOTE}
+    # who runs each quantum layer's circuits (the batched Qiskit route: one job per layer)
+    route = ([f"{p.name or 'model'}: {p.cost.execution}" for p in job.estimate.layers]
+             if job.estimate is not None else None)
+    return {"estimated": estimated, "measured": measured, "route": route, "note": COST_NOTE}
 
 
 def _plan(job: _Job, loader, *, probe: bool):
@@ -876,7 +908,8 @@ def _plan(job: _Job, loader, *, probe: bool):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                   or value < 1):
             raise ValueError(f"`{name}` must be a positive integer. Found {value!r}.")
-    estimate = estimate_cost(job.model, loader, epochs=config.epochs)
+    qpu_backend = _qpu_backend(config)
+    estimate = estimate_cost(job.model, loader, epochs=config.epochs, qpu_backend=qpu_backend)
     over = []
     if config.max_circuits is not None and estimate.total_circuits > config.max_circuits:
         over.append(f"{estimate.total_circuits:,.0f} circuits (--max-circuits "
@@ -890,7 +923,8 @@ def _plan(job: _Job, loader, *, probe: bool):
             f"shots each (expected batch {estimate.expected_batch_size:.4g}). Nothing was run. "
             f"Lower --epochs, --shots or --batch-size, or raise the budget.")
     if probe:
-        estimate = estimate_cost(job.model, loader, epochs=config.epochs, probe=True)
+        estimate = estimate_cost(job.model, loader, epochs=config.epochs, probe=True,
+                                 qpu_backend=qpu_backend)
     return estimate
 
 
@@ -958,7 +992,7 @@ def dry_run(config: TrainConfig, *, probe: bool = True, report=None,
         f"is scaled x{scale:.3g} to the expected batch {expected:.4g}")
     t0 = time.perf_counter()
     plan = estimate_cost(job.model, loader, epochs=job.config.epochs, probe=True,
-                         probe_rows=rows)
+                         probe_rows=rows, qpu_backend=_qpu_backend(job.config))
     say(f"dry run: probe done in {time.perf_counter() - t0:.1f} s: about "
         f"{plan.seconds_per_step:.3g} s per step, {plan.total_seconds:.3g} s in all")
     return plan.as_dict()

@@ -299,6 +299,11 @@ def optimizer_release(optimizer_class: type[DPOptimizer] = QShiftDPOptimizer, *,
               else float(max_grad_norm))
     extra = dict(optimizer_kwargs or {})
     product = issubclass(optimizer_class, QShiftDPOptimizer)
+    # Every trial accounts the same plan: one ledger's compositions serve them all (each
+    # trial's ledger is fresh: its own steps, the same ε and budget answers).
+    template = (PrivacyLedger(target_epsilon=target_epsilon, target_delta=target_delta,
+                              noise_multiplier=sigma, sample_rate=1.0, sensitivity=flat_c,
+                              accountant=accountant) if product else None)
 
     def release(gradients: ArrayLike, seed: int) -> tuple[np.ndarray, dict[str, float | None]]:
         g = torch.as_tensor(gradients, dtype=torch.float64)
@@ -312,11 +317,8 @@ def optimizer_release(optimizer_class: type[DPOptimizer] = QShiftDPOptimizer, *,
         batch = max(n, 1) if expected_batch_size is None else float(expected_batch_size)
         kw: dict[str, Any] = dict(noise_multiplier=sigma, max_grad_norm=float(max_grad_norm),
                                   expected_batch_size=batch, generator=gen)
-        if product:
-            kw["ledger"] = PrivacyLedger(target_epsilon=target_epsilon,
-                                         target_delta=target_delta, noise_multiplier=sigma,
-                                         sample_rate=1.0, sensitivity=flat_c,
-                                         accountant=accountant)
+        if template is not None:
+            kw["ledger"] = template.fresh()
             if clip_norms is not None:
                 kw["clip_groups"] = [([p], float(c)) for p, c in zip(params, clip_norms,
                                                                       strict=True)]

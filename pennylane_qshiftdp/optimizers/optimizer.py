@@ -345,8 +345,10 @@ class QShiftDPOptimizer(DPOptimizer):
         #: median per-example gradient norm on public synthetic examples at the initial
         #: weights (set by make_private; read by :meth:`stuck_run_cause`), or ``None``.
         self.public_gradient_norm: float | None = None
-        self.history: list[StepRecord] = []
-        self.last_record: StepRecord | None = None
+        self._history: list[StepRecord] = []
+        # Records whose ε is filled in when the history is read, with the ledger's step count
+        # at their step (a step composes no ε it does not need: the budget check is O(1)).
+        self._unresolved: list[tuple[StepRecord, int]] = []
         self._step_stats: dict = {}
         # The running sum of the released noisy sums (one entry per parameter of the wrapped
         # optimizer, by position; None until the parameter is first stepped) and of their noise
@@ -445,7 +447,7 @@ class QShiftDPOptimizer(DPOptimizer):
             self.clip_groups = [(g, c * ratio) for g, c in self.clip_groups]
         # the noise's C never below the clip the rows are clipped with (rounding)
         self._max_grad_norm = max(new, math.sqrt(sum(c * c for _, c in self.clip_groups)))
-        self.clip_norm_schedule.append({"from_step": len(self.history) + 1,
+        self.clip_norm_schedule.append({"from_step": len(self._history) + 1,
                                         "clip_norm": self._max_grad_norm})
         if self.ledger is not None:
             self.ledger.extra_update({"clip_norm_schedule": [dict(e) for e in
@@ -945,9 +947,9 @@ class QShiftDPOptimizer(DPOptimizer):
         owner = chunk[1] if chunk is not None else None
         if self._accumulating is not None and self._accumulating != owner:
             self._discard_accumulated()
-        if self.clip_norm_fn is not None and not self._is_last_step_skipped and self.history and (
-                len(self.history) % self.clip_refresh_steps == 0):
-            clip = max(float(self.clip_norm_fn(len(self.history))), _MIN_PUBLIC_CLIP)
+        if self.clip_norm_fn is not None and not self._is_last_step_skipped and self._history and (
+                len(self._history) % self.clip_refresh_steps == 0):
+            clip = max(float(self.clip_norm_fn(len(self._history))), _MIN_PUBLIC_CLIP)
             self.clip_groups = [(self.clip_groups[0][0], clip)]
             self._max_grad_norm = clip
         self.clip_and_accumulate()
@@ -974,7 +976,7 @@ class QShiftDPOptimizer(DPOptimizer):
                                credited_noise_multiplier=(stats["credited_noise_multiplier"]
                                                           if self.credit != "none" else None))
         record = StepRecord(
-            step=len(self.history) + 1,
+            step=len(self._history) + 1,
             credit_mode=self.credit,
             batch_examples=stats.get("batch_examples", 0),
             clipped=stats.get("clipped", 0),
@@ -998,11 +1000,9 @@ class QShiftDPOptimizer(DPOptimizer):
         for key in ("next_clip_norm", "released_centred_unclipped_count"):
             if key in stats:
                 record[key] = stats[key]
+        self._history.append(record)
         if self.ledger is not None:
-            record["epsilon"] = self.ledger.epsilon
-            record["credited_epsilon"] = self.ledger.credited_epsilon
-        self.history.append(record)
-        self.last_record = record
+            self._unresolved.append((record, self.ledger.steps))
         self._step_stats = {}
         return True
 
@@ -1026,10 +1026,10 @@ class QShiftDPOptimizer(DPOptimizer):
             moved = math.sqrt(sum(float((p.detach() - b).double().pow(2).sum())
                                   for p, b in zip(self.params, before, strict=True)))
             size = math.sqrt(sum(float(b.double().pow(2).sum()) for b in before))
-            if self.last_record is not None:
-                self.last_record["parameter_step_norm"] = moved
-                self.last_record["parameter_norm"] = size
-            if self.planned_steps and len(self.history) == self.planned_steps:
+            if self._history:
+                self._history[-1]["parameter_step_norm"] = moved
+                self._history[-1]["parameter_norm"] = size
+            if self.planned_steps and len(self._history) == self.planned_steps:
                 cause = self.stuck_run_cause()
                 if cause is not None:  # one line at the planned end of the run
                     warnings.warn(f"private run ended ({self.planned_steps} steps): {cause}",
@@ -1052,8 +1052,43 @@ class QShiftDPOptimizer(DPOptimizer):
         """
         from .diagnosis import stuck_run_cause
 
-        return stuck_run_cause(self.history, public_gradient_norm=self.public_gradient_norm,
+        # the records' ε are not read by the diagnosis: leave them unresolved (no composition)
+        return stuck_run_cause(self._history, public_gradient_norm=self.public_gradient_norm,
                                **names)
+
+    # ------------------------------------------------------------------ step records
+    @property
+    def history(self) -> list[StepRecord]:
+        """The :class:`StepRecord` of every step, oldest first (the list itself).
+
+        Each record's ``epsilon`` and ``credited_epsilon`` (the ledger's proven and credited ε
+        after that step, nats) are composed when the history is read, not during the step:
+        the step's budget check is O(1) (:meth:`PrivacyLedger.would_exceed`), and a run that
+        reads its history once per epoch pays its compositions then. The numbers are the
+        ones composed at the step would have been (:meth:`PrivacyLedger.epsilon_at`).
+        """
+        self._resolve_epsilons()
+        return self._history
+
+    @history.setter
+    def history(self, records: list[StepRecord]) -> None:
+        self._history = list(records)
+        self._unresolved = []
+
+    @property
+    def last_record(self) -> StepRecord | None:
+        """The last step's :class:`StepRecord` (``None`` before the first step)."""
+        self._resolve_epsilons()
+        return self._history[-1] if self._history else None
+
+    def _resolve_epsilons(self) -> None:
+        """Fill in ε of the records made since the history was last read."""
+        if not self._unresolved or self.ledger is None:
+            return
+        pending, self._unresolved = self._unresolved, []
+        for record, steps in pending:
+            record["epsilon"] = self.ledger.epsilon_at(steps)
+            record["credited_epsilon"] = self.ledger.epsilon_at(steps, credited=True)
 
     # ------------------------------------------------------------------ persistence
     def state_dict(self, *, diagnostics: bool = False) -> dict[str, Any]:
@@ -1131,7 +1166,6 @@ class QShiftDPOptimizer(DPOptimizer):
                 .reshape(p.shape).clone() for p, t in zip(params, totals, strict=True)]
             self._released_variance = float(state_dict.get("released_variance", 0.0))
         self.history = [StepRecord(r) for r in state_dict["history"]]
-        self.last_record = self.history[-1] if self.history else None
         self._max_grad_norm = float(state_dict["max_grad_norm"])
         self.clip_norm_schedule = [dict(e) for e in state_dict.get("clip_norm_schedule") or []]
         norms = state_dict.get("clip_norms")

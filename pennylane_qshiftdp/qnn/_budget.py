@@ -8,15 +8,24 @@ of the batch's shift rule in proportion to their largest absolute coefficient
 shots go to the device in one :func:`pennylane.execute` call per shot count
 (:func:`execute_by_shots`): a device that runs one job per batch (Qiskit, Braket) then runs one
 job per shot count instead of one per circuit (PennyLane's facade for older devices splits a
-batch of mixed shots into single circuits).
+batch of mixed shots into single circuits). On a pennylane-qiskit device (``qiskit.aer``,
+``qiskit.remote``) the batch runs instead as one Qiskit ``SamplerV2`` job, whatever its shot
+counts (:func:`pennylane_qshiftdp.hardware.execute_batched`: one transpile per circuit
+structure, cached in the layer).
 """
 
 from __future__ import annotations
 
 import numpy as np
-import pennylane as qml
 
 from ..gradients.shift_rules import coefficient_matrix
+from ..hardware.batched import (
+    device_execute,
+    execute_batched,
+    job_caps,
+    sampler_of,
+    uses_batched_route,
+)
 from ..sampling.allocation import shot_budget, split_shots
 
 __all__: list[str] = []
@@ -48,16 +57,11 @@ def shot_counts(tapes) -> list:
     return list(dict.fromkeys(t.shots for t in tapes))
 
 
-def execute_by_shots(tapes, device) -> list:
+def execute_by_shots(tapes, device, *, qnode=None, cache: dict | None = None) -> list:
     """``qml.execute(tapes, device)`` with one call per distinct shot count (results in the
-    order of ``tapes``)."""
-    counts = shot_counts(tapes)
-    if len(counts) <= 1:
-        return list(qml.execute(tapes, device, diff_method=None))
-    results: list = [None] * len(tapes)
-    for shots in counts:
-        idx = [i for i, t in enumerate(tapes) if t.shots == shots]
-        for i, r in zip(idx, qml.execute([tapes[i] for i in idx], device, diff_method=None),
-                        strict=True):
-            results[i] = r
-    return results
+    order of ``tapes``); with ``qnode`` on a pennylane-qiskit device, the batched Qiskit route
+    instead (one job; ``cache`` holds its transpiled templates)."""
+    if qnode is not None and uses_batched_route(qnode):
+        return execute_batched(tapes, device, sampler=sampler_of(qnode), cache=cache,
+                               **job_caps(qnode))
+    return device_execute(tapes, device)

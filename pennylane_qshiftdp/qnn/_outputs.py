@@ -15,7 +15,9 @@ import pennylane as qml
 import torch
 
 from ..gradients.shift_rules import check_rebindable
+from ..hardware.batched import TEMPLATE_CACHE
 from ..sampling.modes import shot_sampling
+from ._caches import layer_cache
 from .evaluation import (
     OutputLayout,
     check_layer_measurements,
@@ -175,7 +177,7 @@ def forward_parts(layer, inputs) -> tuple[list, OutputLayout] | None:
         raise
     exact = shot_sampling(qnode) == "exact_law" and bool(tape.shots)
     out, sizes = forward_rows(fwd, qnode.device, exact=exact, batch=int(inputs.shape[0]),
-                               bad=bad)
+                               bad=bad, qnode=qnode, cache=layer_cache(layer, TEMPLATE_CACHE))
     layout = record_function(qnode, kwargs)[1]
     return _split(torch.as_tensor(out).to(inputs.dtype), sizes, scalar_measurements(fwd)), layout
 

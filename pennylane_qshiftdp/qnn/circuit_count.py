@@ -43,6 +43,7 @@ from ..gradients._recording import rewrite_for_recording
 from ..gradients.observables import plan_for
 from ..gradients.shift_rules import coefficient_matrix
 from ..gradients.shot_statistics import active_recorder
+from ..hardware.batched import route_refusal, sampler_of, uses_batched_route
 from ..sampling.exact_law import simulates_with_kernels
 from ..sampling.modes import shot_sampling
 from ._budget import shifted_shots, shot_counts
@@ -52,7 +53,7 @@ from .evaluation import prepared_batch
 from .routes import choose_route
 
 __all__ = ["LayerCall", "LayerCost", "counting_layers", "execution_text", "layer_cost",
-           "planned_forward"]
+           "layer_tapes", "planned_forward"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,6 +96,8 @@ class LayerCost:
             ``i`` (position among them) whose rule uses it with the largest :math:`|c|`, and
             that coefficient (``None`` on the adjoint route).
         execution: who runs the circuits (:func:`execution_text`).
+        batched_route: the circuits go to a Qiskit backend as one ``SamplerV2`` job per batch
+            (:mod:`pennylane_qshiftdp.hardware.batched`; ``device_batches`` is then 1).
     """
 
     route: str
@@ -109,6 +112,7 @@ class LayerCost:
     shots_per_circuit: tuple | None
     shift_coefficients: tuple | None = None
     execution: str = ""
+    batched_route: bool = False
 
     def circuits(self, batch: float) -> float:
         """Circuits of a batch of ``batch`` examples (0 for an empty batch)."""
@@ -262,7 +266,21 @@ def _count(layer, rows: int, n_inputs: int, input_grad: bool) -> dict:
                                                      for mp in tape.measurements], tape.shots)
     tapes = [fwd, *shifted]
     e, s = _executions(tapes, device)
-    return out | {"device_batches": len(shot_counts(tapes)), "circuits": e, "shots": s}
+    batches = len(shot_counts(tapes))
+    batched = uses_batched_route(qnode) and route_refusal(tapes, device,
+                                                          sampler_of(qnode)) is None
+    if batched:  # one SamplerV2 job whatever the shot counts (module hardware.batched)
+        batches = 1
+    return out | {"device_batches": batches, "circuits": e, "shots": s, "batched": batched,
+                  "tapes": tapes}
+
+
+def layer_tapes(layer, rows: int, *, n_inputs: int, input_grad: bool = False) -> list | None:
+    """The tapes a training forward pass of ``layer`` on ``rows`` synthetic (zero) examples
+    sends to its device in one batch (before the device's preprocessing; nothing is run), or
+    ``None`` where it sends no such batch (adjoint, exact-law or analytic merged evaluation, or
+    no differentiated parameter)."""
+    return _count(layer, rows, n_inputs, input_grad).get("tapes")
 
 
 def layer_cost(layer, *, n_inputs: int, input_grad: bool = False) -> LayerCost:
@@ -303,9 +321,12 @@ def layer_cost(layer, *, n_inputs: int, input_grad: bool = False) -> LayerCost:
     """
     one = _count(layer, 1, n_inputs, input_grad)
     two = _count(layer, 2, n_inputs, input_grad)
-    return LayerCost(route=one["route"], sampling=one["sampling"],
-                     execution=execution_text(one["route"], one["sampling"],
-                                              layer.qnode.device),
+    execution = execution_text(one["route"], one["sampling"], layer.qnode.device)
+    if one.get("batched"):
+        execution = (f"{layer.qnode.device.name}'s backend runs every circuit and samples every "
+                     f"shot: one Qiskit SamplerV2 job per batch, each circuit structure "
+                     f"transpiled once")
+    return LayerCost(route=one["route"], sampling=one["sampling"], execution=execution,
                      device=str(layer.qnode.device.name),
                      circuits_per_example=two["circuits"] - one["circuits"],
                      fixed_circuits=2 * one["circuits"] - two["circuits"],
@@ -314,4 +335,5 @@ def layer_cost(layer, *, n_inputs: int, input_grad: bool = False) -> LayerCost:
                      device_batches=one["device_batches"],
                      shifted_circuits=one["shifted_circuits"],
                      shots_per_circuit=one["shots_per_circuit"],
-                     shift_coefficients=one["shift_coefficients"])
+                     shift_coefficients=one["shift_coefficients"],
+                     batched_route=bool(one.get("batched", False)))

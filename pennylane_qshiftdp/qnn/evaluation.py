@@ -53,10 +53,12 @@ from ..gradients._recording import post_process_recording, rewrite_for_recording
 from ..gradients.observables import TRANSFORM_NAME, plan_for
 from ..gradients.shift_rules import check_differentiable, expand_tape
 from ..gradients.shot_statistics import ShotRecorder, active_recorder
+from ..hardware.batched import TEMPLATE_CACHE
 from ..sampling.exact_law import execute_exact_law
 from ..sampling.modes import shot_sampling
 from ._adjoint import adjoint_jacobian
 from ._budget import execute_by_shots, shifted_shots
+from ._caches import layer_cache
 from ._shift_plan import (
     execute_merged,
     param_dependencies,
@@ -323,10 +325,14 @@ def _flat(results, batch: int, num_meas: int) -> tuple[np.ndarray, tuple]:
     return np.concatenate(cols, axis=1), tuple(c.shape[1] for c in cols)
 
 
-def forward_rows(fwd, device, *, exact: bool, batch: int, bad: np.ndarray):
-    """The forward tape alone (exact-law draws or the device's own execution): outputs
-    ``(batch, n_out)``, NaN in the rows ``bad``, and each measurement's number of columns."""
+def forward_rows(fwd, device, *, exact: bool, batch: int, bad: np.ndarray, qnode=None,
+                 cache: dict | None = None):
+    """The forward tape alone (exact-law draws or the device's own execution; with ``qnode``
+    on a pennylane-qiskit device, the batched Qiskit route with the templates in ``cache``):
+    outputs ``(batch, n_out)``, NaN in the rows ``bad``, and each measurement's number of
+    columns."""
     [res] = (execute_exact_law([fwd], device) if exact
+             else execute_by_shots([fwd], device, qnode=qnode, cache=cache) if fwd.shots
              else qml.execute([fwd], device, diff_method=None))
     out, sizes = _flat(res, batch if fwd.batch_size else 1, len(fwd.measurements))
     out = np.broadcast_to(out, (batch, out.shape[1])).copy()
@@ -566,7 +572,8 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
     device = qnode.device
     exact = shot_sampling(qnode) == "exact_law" and bool(tape.shots)
     if not diff_idx:
-        out, sizes = forward_rows(fwd, device, exact=exact, batch=batch, bad=bad)
+        out, sizes = forward_rows(fwd, device, exact=exact, batch=batch, bad=bad, qnode=qnode,
+                                  cache=layer_cache(layer, TEMPLATE_CACHE))
         return LayerEvaluation(torch.as_tensor(out), torch.zeros(batch, out.shape[1], 0,
                                dtype=torch.float64), [], wjac, [], [], layout, single_output,
                                sizes, scalar_measurements(tape))
@@ -611,7 +618,8 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
             shifted = [t.copy(shots=n) for t, n in zip(shifted, budget, strict=True)]
         if recorder is not None:
             shifted, per_tape = rewrite_for_recording(shifted, plans, tape.shots)
-        results = execute_by_shots([fwd, *shifted], device)
+        results = execute_by_shots([fwd, *shifted], device, qnode=qnode,
+                                   cache=layer_cache(layer, TEMPLATE_CACHE))
     out, sizes = _flat(results[0], res_batch, num_meas)
     if recorder is not None:
         rep_b = rep.copy()

@@ -231,3 +231,28 @@ def test_step_returns_the_composed_planned_epsilon():
     ledger = _ledger("pld", 8.0, 1.0, 0.1)
     for n in range(1, 4):
         assert ledger.step() == epsilon_from_history([(1.0, 0.1, n)], delta=DELTA)
+
+
+@pytest.mark.parametrize("accountant", ["pld", "rdp"])
+def test_a_fresh_copy_answers_as_a_new_ledger_and_shares_the_compositions(accountant,
+                                                                          monkeypatch):
+    """``fresh()`` (an audit's trials): every check, the refused step and ε equal a new
+    ledger's and composing from scratch; the second trial composes nothing the first did;
+    the steps are the copy's own (the original is untouched)."""
+    truth = Truth(accountant)
+    target = _target_at(truth, 1.0, 1.0, 6, 0)  # K* = 6 exactly, on the boundary
+    template = _ledger(accountant, target, 1.0, 1.0)
+    template.charge()
+    calls = _count_compositions(monkeypatch)
+    trials = []
+    for _ in range(3):
+        ledger = template.fresh()
+        assert ledger.steps == 0 and ledger.epsilon == 0.0
+        refused = _run_until_refused(ledger, truth, max_steps=20)
+        assert refused == 7 and ledger.steps == 6
+        assert ledger.epsilon == truth.eps([(1.0, 1.0, 6)])
+        trials.append(len(calls))
+    assert trials[0] > 0 and trials[2] == trials[1]  # later trials compose nothing new
+    assert template.steps == 1 and template.history == [(1.0, 1.0, 1)]
+    new = _ledger(accountant, target, 1.0, 1.0)
+    assert _run_until_refused(new, truth, max_steps=20) == 7 and new.epsilon == ledger.epsilon

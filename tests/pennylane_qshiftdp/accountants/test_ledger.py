@@ -538,3 +538,35 @@ class TestTwoGuarantees:
                 "`proven_noise_multiplier` must be positive and finite. Found 0.0.")):
             ledger.step(proven_noise_multiplier=0.0)
         assert ledger.steps == 0
+
+
+def test_epsilon_at_is_the_prefix_composed_from_scratch():
+    """``epsilon_at(t)`` (the step records' ε) composes the first t proven (or credited) steps;
+    at t = steps it is ``epsilon`` / ``credited_epsilon``; out-of-range counts are refused."""
+    from pennylane_qshiftdp.accountants.composition import epsilon_from_history, extend_history
+
+    def merged(sigmas):  # the history as Opacus merges it
+        out = []
+        for s in sigmas:
+            out = extend_history(out, s, 0.1, 1)
+        return out
+
+    ledger = PrivacyLedger(target_epsilon=50.0, target_delta=1e-5, noise_multiplier=1.0,
+                           sample_rate=0.1, sensitivity=1.0, credit_mode="depolarizing",
+                           accountant="pld")
+    credited = [2.0, 2.3, 1.9, 2.1, 2.0]
+    proven = [1.5, 1.5, 1.2, 1.2, 1.5]
+    for p, c in zip(proven, credited, strict=True):
+        ledger.charge(proven_noise_multiplier=p, credited_noise_multiplier=c)
+    for t in range(6):
+        want = epsilon_from_history(merged(proven[:t]), delta=1e-5,
+                                    accountant="pld") if t else 0.0
+        assert ledger.epsilon_at(t) == pytest.approx(want, rel=1e-12)
+        want = epsilon_from_history(merged(credited[:t]), delta=1e-5,
+                                    accountant="pld") if t else 0.0
+        assert ledger.epsilon_at(t, credited=True) == pytest.approx(want, rel=1e-12)
+    assert ledger.epsilon_at(5) == ledger.epsilon
+    assert ledger.epsilon_at(5, credited=True) == ledger.credited_epsilon
+    for bad in (-1, 6):
+        with pytest.raises(ValueError, match="steps"):
+            ledger.epsilon_at(bad)

@@ -284,7 +284,8 @@ def test_iris_trains_on_qiskit_aer_and_the_dry_run_matches_the_tracker(capsys, t
     The neuron family's settings for two classes (versicolor against virginica: 75 training
     examples, loader batch 64, so q = 1/2, expected batch 37.5, 2 steps) and one epoch: 9
     circuits per example (the forward circuit, two per rotation angle and two for the input
-    angle), about 680 in all (qiskit.aer transpiles each: 0.1 to 0.25 s here). Per step the
+    angle), about 680 in all, one SamplerV2 job per step on the batched route (pennylane-qiskit's
+    route transpiled each: 83 s for this test, 6 s now). Per step the
     count is exactly 9 B_t; the measured mean is 9 times the realised mean batch, whose
     relative standard deviation is sqrt((1 - q)/(N · epochs)) = 8 %: the 10 % check holds for
     the job's default seed 0 (1.3 % off; seeds 1 and 2 give 5 % and 11 %).
@@ -306,6 +307,8 @@ def test_iris_trains_on_qiskit_aer_and_the_dry_run_matches_the_tracker(capsys, t
     assert measured["total_shots"] == 100 * measured["total_circuits"]
     assert measured["device_batches_per_step"] == pytest.approx(
         sum(b > 0 for b in sizes) / len(sizes))  # one job per non-empty step
+    assert measured["jobs_per_step"] == measured["device_batches_per_step"]
+    assert "one Qiskit SamplerV2 job per batch" in metrics["cost"]["route"][0]
     assert abs(plan["circuits_per_step"] - measured["circuits_per_step"]) <= \
         0.1 * measured["circuits_per_step"]
     statement = (out_dir / "privacy_statement.txt").read_text()
@@ -335,3 +338,44 @@ def test_qiskit_aer_with_a_fake_backend_noise_model(capsys, tmp_path):
     assert ledger["extra"]["noise_model"].startswith("FakeManilaV2 (qiskit_ibm_runtime")
     statement = (tmp_path / "run" / "privacy_statement.txt").read_text()
     assert "noise_model" in statement  # in the statement's details
+
+
+@pytest.mark.skipif(not HAS_QISKIT, reason="pennylane-qiskit is not installed")
+def test_the_dry_run_on_qiskit_aer_counts_jobs_and_the_fake_backends_qpu_time(capsys):
+    """issue 45 item 4: iris on qiskit.aer with FakeManilaV2's noise: one SamplerV2 job per
+    output layer per step, and the QPU time of a step's shots from FakeManilaV2's target
+    durations (each neuron circuit RY, Rot = RZ RY RZ, measure at generic angles, transpiled
+    here in Qiskit: the route's template fuses the run into one U gate, the same pulses) plus
+    its default repetition delay; without a fake backend no QPU time."""
+    from qiskit import QuantumCircuit, transpile
+    from qiskit_ibm_runtime.fake_provider import FakeManilaV2
+
+    base = ["train", "--dataset", "iris", "--device", "qiskit.aer", "--shot-sampling", "device",
+            "--no-probe"]
+    plan = _dry_run(capsys, *base, "--noise-model", "FakeManilaV2")
+    assert list(plan) == list(COST_KEYS)
+    assert plan["jobs_per_step"] == plan["device_batches_per_step"] == 3
+    backend = FakeManilaV2()
+    qc = QuantumCircuit(1, 1)
+    qc.ry(0.3, 0)
+    qc.rz(0.7, 0)
+    qc.ry(1.1, 0)
+    qc.rz(-0.4, 0)
+    qc.measure(0, 0)
+    shot = transpile(qc, backend=backend).estimate_duration(backend.target, unit="s")
+    assert plan["qpu_seconds_per_step"] == pytest.approx(
+        plan["shots_per_step"] * (shot + backend.default_rep_delay), rel=1e-6)
+    assert _dry_run(capsys, *base)["qpu_seconds_per_step"] is None  # Aer has no durations
+
+
+@pytest.mark.skipif(not HAS_QISKIT, reason="pennylane-qiskit is not installed")
+def test_max_circuits_and_max_shots_hold_per_job_on_qiskit_devices():
+    from pennylane_qshiftdp.app.config import TrainConfig
+    from pennylane_qshiftdp.hardware import job_caps
+
+    config = TrainConfig(dataset="iris", device="qiskit.aer", shot_sampling="device",
+                         max_circuits=40_000, max_shots=10**8)
+    job = job_module._build(config)
+    qnodes = {id(m.qnode): m.qnode for m in job.model.modules() if hasattr(m, "qnode")}
+    assert qnodes and all(job_caps(q) == {"max_circuits": 40_000, "max_shots": 10**8}
+                          for q in qnodes.values())

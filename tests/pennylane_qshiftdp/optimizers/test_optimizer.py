@@ -272,3 +272,55 @@ def test_errors():
     with pytest.raises(TypeError, match="must be a torch.optim.Optimizer"):
         QShiftDPOptimizer(object(), noise_multiplier=1.0, max_grad_norm=1.0,
                           expected_batch_size=1)
+
+
+@pytest.mark.parametrize("accountant", ["pld", "rdp"])
+def test_a_step_composes_no_epsilon_and_the_records_get_the_composed_ones(accountant,
+                                                                          monkeypatch):
+    """Issue 43: once K* is searched a step composes nothing (the record's ε is composed when
+    the history is read), and every record's ε is that of its prefix composed from scratch
+    (dp-accounting's PLD, Opacus's RDP), through a σ change (a noise scheduler) and a resume."""
+    from pennylane_qshiftdp.accountants import ledger as ledger_module
+    from pennylane_qshiftdp.accountants.composition import epsilon_from_history
+
+    calls = []
+    real = ledger_module.epsilon_from_history
+
+    def counting(*args, **kwargs):
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    def ledger():
+        return PrivacyLedger(target_epsilon=8.0, target_delta=1e-5, noise_multiplier=1.0,
+                             sample_rate=0.1, sensitivity=1.0, accountant=accountant)
+
+    monkeypatch.setattr(ledger_module, "epsilon_from_history", counting)
+    model = _linear()
+    opt = _opt(model, ledger=ledger())
+    x = torch.ones(2, 3, dtype=torch.float64)
+    for _ in range(3):  # the first checks compose inside the bracket, then K* is searched
+        _released(model, opt, x)
+    searched = len(calls)
+    for _ in range(4):
+        _released(model, opt, x)
+    assert len(calls) == searched  # four steps, no composition
+    opt.noise_multiplier = 1.25  # a scheduler's σ: a new bracket
+    for _ in range(3):
+        _released(model, opt, x)
+    records = opt.history  # composed now
+    assert [r["step"] for r in records] == list(range(1, 11))
+    for t, r in enumerate(records, start=1):
+        prefix = [(1.0, 0.1, min(t, 7))] + ([(1.25, 0.1, t - 7)] if t > 7 else [])
+        assert r["epsilon"] == pytest.approx(
+            epsilon_from_history(prefix, delta=1e-5, accountant=accountant), rel=1e-12)
+        assert r["credited_epsilon"] == r["epsilon"]  # no credit mode
+    assert records[-1]["epsilon"] == opt.ledger.epsilon  # the same composition, same float
+    assert opt.last_record is records[-1]
+    before = len(calls)
+    assert opt.history[0]["epsilon"] == records[0]["epsilon"] and len(calls) == before
+    restored = _opt(_linear(), ledger=ledger())
+    restored.load_state_dict(opt.state_dict())
+    assert [r["epsilon"] for r in restored.history] == [r["epsilon"] for r in records]
+    _released(model, opt, x)
+    assert opt.history[-1]["epsilon"] == pytest.approx(epsilon_from_history(
+        [(1.0, 0.1, 7), (1.25, 0.1, 4)], delta=1e-5, accountant=accountant), rel=1e-12)

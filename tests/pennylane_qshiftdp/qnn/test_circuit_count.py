@@ -173,8 +173,9 @@ def test_a_budget_splits_the_shifted_shots_by_coefficient():
 
 @pytest.mark.skipif(not HAS_QISKIT, reason="pennylane-qiskit is not installed")
 @pytest.mark.parametrize("budget", [None, 240])
-def test_qiskit_aer_counts_and_one_job_per_shot_count(budget):
-    """qiskit.aer: every circuit of a step in one job (one per shot count under a budget)."""
+def test_qiskit_aer_counts_and_one_job_per_step(budget):
+    """qiskit.aer: every circuit of a step in one SamplerV2 job (the batched Qiskit route:
+    under a budget too, one PUB per shot count; before it, one job per shot count)."""
     dev = qml.device("qiskit.aer", wires=1)
 
     @qml.set_shots(shots=50)
@@ -192,7 +193,8 @@ def test_qiskit_aer_counts_and_one_job_per_shot_count(budget):
     totals = _measured(model, dev, 2)
     assert (totals["executions"], totals["shots"], totals["batches"]) == (
         cost.circuits(2), cost.shots(2), cost.device_batches)
-    assert totals["batches"] == (1 if budget is None else 2)  # forward 50, shifted 30 shots
+    assert totals["batches"] == totals["jobs"] == 1 and cost.batched_route
+    assert totals["shots"] == 2 * (50 + 8 * (50 if budget is None else 30))
     assert totals["batch_len"] == cost.circuits(2) == 2 * (1 + 2 * 4)
 
 
