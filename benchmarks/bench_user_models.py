@@ -347,10 +347,17 @@ def run_one(model: str, method: str, epsilon: float, seed: int, *, epochs=None,
             spent = engine.get_epsilon(DELTA)
     with torch.no_grad():
         acc = float((predict(model, net(x_te)) == y_te).float().mean())
+    chance = _chance(y_te)
+    if acc > chance + STALL_MARGIN:  # the step records are kept to re-read stalled runs only
+        records = None
     return {"model": model, "method": method, "epsilon": epsilon if private else math.inf,
             "seed": seed, "test_accuracy": acc, "epsilon_spent": spent, "clip": clip,
-            "sigma": sigma, "diagnosis": cause, "chance": _chance(y_te),
+            "sigma": sigma, "diagnosis": cause, "chance": chance,
             "seconds": time.perf_counter() - t0, "records": records}
+
+
+#: a run within this many accuracy points (fraction) of chance keeps its step records
+STALL_MARGIN = 0.1
 
 
 #: the released fields of a step record the diagnosis reads (kept to re-read it offline)
