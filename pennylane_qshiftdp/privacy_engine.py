@@ -13,10 +13,12 @@ registry (dp-accounting's PLD by default) for (ε, δ, epochs) and charged to th
 The guarantee holds for any training loop that calls ``optimizer.step()`` once per backward
 pass over one batch of the returned loader, and any loss that is a sum or mean of per-example
 terms: clipping at ``C`` is enforced in the optimizer. ``max_grad_norm="certified"`` (the
-default for a model whose only trainable layer is one TorchLayer) sets ``C`` to the a-priori
-bound Δ of the parameter-shift gradient (Q-ShiftDP: for a certified model and the declared loss
-no clip binds); a hybrid model without a classical clip gets automatic clipping (Bu et al.,
-arXiv:2206.07136), which has no clip norm to tune.
+default for a model with a classical clip or a credit mode) sets ``C`` to the a-priori
+bound Δ of the parameter-shift gradient (Q-ShiftDP: for a certified model and the
+declared loss no clip binds); every other model gets ``max_grad_norm="calibrated"`` by
+default: C is the median
+per-example gradient norm at the initial weights on public synthetic examples (never above
+Δ), which adds σC of noise where σΔ was loose (docs/utility.md).
 
 Nothing the release divides by or samples with depends on the private data: the noisy sum is
 divided by a public constant b (the loader's ``batch_size`` or a declared
@@ -70,11 +72,19 @@ from .model_checks import (
     layer_sensitivity,
     output_shape,
     preserved_shot_rngs,
+    simulator_twins,
     torch_layers,
     twinned_devices,
 )
 from .optimizers.optimizer import QShiftDPOptimizer
-from .optimizers.public_clip import domain_gradient_bound
+from .optimizers.public_clip import (
+    CALIBRATION_EXAMPLES,
+    CALIBRATION_QUANTILE,
+    calibrated_clip_norm,
+    domain_gradient_bound,
+    synthetic_batch,
+    synthetic_gradient_norms,
+)
 
 __all__ = [
     "make_private", "check_per_example_loss", "default_clip_mode", "CLIP_MODES",
@@ -83,7 +93,7 @@ __all__ = [
 
 #: Accepted string values of ``max_grad_norm`` (a positive float is fixed DP-SGD clipping;
 #: ``None`` chooses from the model's structure, :func:`default_clip_mode`).
-CLIP_MODES = ("certified", "public", "adaptive", "automatic")
+CLIP_MODES = ("calibrated", "certified", "public", "adaptive", "automatic")
 
 #: Stability constant γ of automatic clipping, in units of C (Bu et al., arXiv:2206.07136,
 #: who use 0.01 throughout): a per-example gradient g is scaled by 1/(‖g‖ + γ).
@@ -92,6 +102,9 @@ AUTOMATIC_CLIPPING_GAMMA = 0.01
 #: With shot-noise credit, the artificial noise never drops below the level that alone gives
 #: ε = factor × target ε (docs/noise.md, "Noise floor").
 DEFAULT_PROVEN_EPSILON_FACTOR = 1.5
+
+# Synthetic examples behind the diagnosis's clip check in the modes that do not calibrate.
+_DIAGNOSIS_EXAMPLES = 16
 
 # Above this target ε (nats) make_private warns that the guarantee protects little.
 _WEAK_EPSILON = 10.0
@@ -261,6 +274,15 @@ def _prepare_sensitivity(model: _Model, example, *, max_grad_norm, credit, loss,
             except (SensitivityError, ValueError, NotImplementedError):
                 return None
         return None
+    if max_grad_norm == "calibrated":
+        if len(layers) == 1 and not model.classical:
+            try:  # Δ stays the certificate: the calibrated clip is never above it
+                return layer_sensitivity(model.module, layers[0], example,
+                                         loss=LinearLoss() if loss is None else loss,
+                                         adjacency="add_remove", jacobian_bound=jacobian_bound)
+            except (SensitivityError, ValueError, NotImplementedError):
+                return None
+        return None
     if max_grad_norm in ("certified", "public") or credit != "none":
         if len(layers) != 1:
             what = (f"max_grad_norm={max_grad_norm!r}" if max_grad_norm in ("certified", "public")
@@ -279,43 +301,114 @@ def default_clip_mode(module: torch.nn.Module, *,
                       credit: str = "none") -> str:
     """The clip mode :func:`make_private` uses when ``max_grad_norm`` is not given.
 
-    ``"certified"`` (Q-ShiftDP: C = the a-priori bound Δ) for a model with exactly one
-    TorchLayer (frozen ones count) whose weights are its only trainable parameters, for a hybrid
-    model whose classical parameters get their own clip (``classical_max_grad_norm``), and for
-    every shot-noise credit mode; ``"automatic"`` (automatic clipping, Bu et al.,
-    arXiv:2206.07136) for every other model: hybrids without a classical clip, several
-    TorchLayers, classical models. The choice reads the module's structure only (which layers
-    hold trainable parameters), never the data, so it costs no privacy (derived here;
-    docs/engine.md §3a).
+    ``"calibrated"`` (C = the median per-example gradient norm of the model at its initial
+    weights on public synthetic examples, never above the certified Δ where Δ applies;
+    docs/utility.md) for every model without a shot-noise credit or a classical clip;
+    ``"certified"`` (Q-ShiftDP: C = the a-priori bound Δ) for a hybrid model whose classical
+    parameters get their own clip (``classical_max_grad_norm``) and for every shot-noise
+    credit mode (a credit counts the shot noise of unclipped gradients). The choice reads the
+    arguments only, never the data, so it costs no privacy (derived here; docs/engine.md §3a).
 
     Args:
-        module: the model, with PennyLane or product TorchLayers.
+        module: the model, with PennyLane or product TorchLayers (any structure).
         classical_max_grad_norm: as in :func:`make_private`.
         credit: as in :func:`make_private`.
 
     Returns:
-        str: ``"certified"`` or ``"automatic"``.
+        str: ``"calibrated"`` or ``"certified"``.
 
     Example:
         >>> default_clip_mode(torch.nn.Linear(3, 2))
-        'automatic'
+        'calibrated'
     """
+    del module  # every structure gets the calibrated clip; kept for the signature
     if credit != "none" or classical_max_grad_norm is not None:
         return "certified"
-    layers = torch_layers(module)
-    if len(layers) != 1:
-        return "automatic"
-    quantum = {id(p) for p in layers[0].parameters()}
-    classical = [p for p in module.parameters() if p.requires_grad and id(p) not in quantum]
-    return "automatic" if classical else "certified"
+    return "calibrated"
+
+
+@dataclasses.dataclass
+class _Synthetic:
+    """Per-example gradient norms on public synthetic examples at the initial weights."""
+
+    norms: torch.Tensor
+    inputs: str  # where the inputs were drawn from
+    loss: str  # which loss the gradients are of
+
+
+def _synthetic_norms(model: _Model, sampling: _Sampling, *, input_range, loss, criterion,
+                     n: int = CALIBRATION_EXAMPLES) -> _Synthetic:
+    """Gradient norms of the model at its current (initial) weights on ``n`` public synthetic
+    examples: only the shape and dtype of the data's first row and label are read."""
+    example, label = sampling.dataset[0][0], sampling.dataset[0][1]
+    shape = output_shape(model.module, example)
+    n_out = int(shape[-1]) if len(shape) >= 1 else 1
+    x, y = synthetic_batch(torch.as_tensor(example), torch.as_tensor(label), n_outputs=n_out,
+                           n=n, input_range=input_range, seed=0)
+    if criterion is not None:
+        loss_fn, loss_text = criterion, "the declared criterion"
+    elif loss is not None:
+        loss_fn, loss_text = loss, f"the declared loss ({getattr(loss, 'name', 'loss')})"
+    else:
+        loss_fn = None
+        loss_text = ("cross-entropy" if not torch.as_tensor(label).is_floating_point()
+                     and n_out >= 2 else "a linear loss with |∂ℓ/∂f| = 1 per output")
+    with simulator_twins(model.module):
+        norms = synthetic_gradient_norms(model.module, model.trainable, x, y, loss_fn)
+    where = (f"uniform on the declared input_range {list(input_range)}" if input_range
+             is not None else "standard normal per input feature")
+    return _Synthetic(norms, where, loss_text)
+
+
+def _calibrated_clipping(model: _Model, synthetic: _Synthetic, sens, *,
+                         classical_max_grad_norm, default_mode) -> _Clipping:
+    """C = the median per-example gradient norm at the initial weights on public synthetic
+    examples (shape and dtype of the data's first row only; inputs on ``input_range`` or
+    standard normal; synthetic labels), capped at Δ where Δ applies."""
+    if classical_max_grad_norm is not None:
+        raise ValueError(
+            "max_grad_norm='calibrated' calibrates one clip for all trainable parameters; "
+            f"`classical_max_grad_norm` ({classical_max_grad_norm!r}) has no meaning there. "
+            "Drop it, or use max_grad_norm='certified' for per-layer clipping.")
+    norms, where, loss_text = synthetic.norms, synthetic.inputs, synthetic.loss
+    clip = calibrated_clip_norm(norms)
+    capped = sens is not None and sens.delta < clip
+    if capped:
+        clip = sens.delta
+    info: dict = {"mode": "calibrated", "clip_norm": clip, "quantile": CALIBRATION_QUANTILE,
+            "synthetic_examples": CALIBRATION_EXAMPLES, "synthetic_inputs": where,
+            "calibration_loss": loss_text,
+            "synthetic_gradient_norm_quantiles": {
+                str(p): float(torch.quantile(norms, p)) for p in (0.1, 0.5, 0.9)},
+            "description": f"C = {clip:.4g}, the median per-example gradient norm of the model "
+            f"at its initial weights (chosen before the data) on {CALIBRATION_EXAMPLES} public "
+            f"synthetic examples (inputs {where}, labels drawn at random, {loss_text}; only the "
+            "shape and dtype of the data's rows are read, never their values)"
+            + ("; capped at the certified bound Δ" if capped else
+               f"; the certified bound Δ = {sens.delta:.4g} stays the certificate, not the clip"
+               if sens is not None else "")
+            + "; every per-example gradient is clipped at C (a clip may bind: bias, not "
+            "privacy)"}
+    if sens is not None:
+        info["delta"] = sens.delta
+    if default_mode:
+        info["description"] += (" (the default: chosen from the model, its initial weights and "
+                                "public synthetic inputs only, never from the data)")
+    return _Clipping(clip, None, info)
 
 
 def _prepare_clipping(model: _Model, sampling: _Sampling, sens, *, max_grad_norm,
                       classical_max_grad_norm, input_range, adaptive_clipping,
-                      seed, loss, default_mode: bool = False) -> _Clipping:
+                      seed, loss, default_mode: bool = False,
+                      synthetic: _Synthetic | None = None) -> _Clipping:
     """The clip norm of each mode and its description for the privacy statement."""
     classical, layers = model.classical, model.layers
     example = sampling.dataset[0][0]
+    if max_grad_norm == "calibrated":
+        assert synthetic is not None  # computed by make_private for this mode
+        return _calibrated_clipping(model, synthetic, sens,
+                                    classical_max_grad_norm=classical_max_grad_norm,
+                                    default_mode=default_mode)
     if max_grad_norm == "certified":
         quantum_params = [p for p in model.trainable if id(p) in model.quantum]
         groups = None
@@ -662,10 +755,18 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
             over its indices); other samplers are refused.
         target_epsilon: ε > 0 (nats). target_delta: δ ∈ (0, 1), well below 1/N.
         epochs: training epochs (T = ⌈epochs / q⌉ steps).
-        max_grad_norm: ``None`` (default: :func:`default_clip_mode` chooses from the
-            model's structure: ``"certified"`` for one TorchLayer and nothing else trainable
-            or with ``classical_max_grad_norm``, else ``"automatic"``), ``"certified"`` (C =
-            the a-priori bound Δ of the declared ``loss``; needs exactly one TorchLayer),
+        max_grad_norm: ``None`` (default: :func:`default_clip_mode`: ``"calibrated"``, or
+            ``"certified"`` with ``classical_max_grad_norm`` or a credit mode),
+            ``"calibrated"`` (C = the median per-example gradient norm of the model at its
+            initial weights on 64 public synthetic examples: inputs uniform on
+            ``input_range`` if declared, else standard normal; labels drawn at random, of the
+            data's label dtype; the gradient of ``criterion``, else of the declared ``loss``,
+            else of cross-entropy for integer labels and two or more outputs, else of a
+            linear loss; only the shape and dtype of the data's first row are read, never its
+            values; capped at Δ for a model whose only trainable layer is one TorchLayer, Δ
+            then stays in the statement as the certificate; any model; docs/utility.md),
+            ``"certified"`` (C = the a-priori bound Δ of the declared ``loss``; needs exactly
+            one TorchLayer),
             ``"automatic"`` (automatic clipping, Bu et al., arXiv:2206.07136: every
             per-example gradient g is scaled to g/(‖g‖ + 0.01), norm below C = 1; no clip
             norm to choose, the learning rate sets the step; any model), ``"public"``
@@ -699,10 +800,11 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
             the noise level whose ε alone is κ × ``target_epsilon`` (a data-independent floor),
             so the proven ε is κ·ε at the planned end; the credited ε reaches ``target_epsilon``
             only if the credited shot noise makes up the rest (docs/noise.md).
-        strict: with ``"certified"``, refuse (:class:`SensitivityError`) a model the certified
-            bound does not cover, decided from public information only: no ``loss`` declared,
-            modules with parameters after the TorchLayer, or a structure the probe cannot
-            check. Without ``strict`` these give a :class:`PrivacyWarning`. Whether a clip
+        strict: makes ``"certified"`` the default clip; with ``"certified"``, refuse
+            (:class:`SensitivityError`) a model the certified bound does not cover, decided
+            from public information only: no ``loss`` declared, modules with parameters
+            after the TorchLayer, or a structure the probe cannot check. Without ``strict`` these
+            give a :class:`PrivacyWarning`. Whether a clip
             binds during training is never raised (it depends on the private batch).
         adaptive_clipping: settings of ``"adaptive"`` (``target_unclipped_quantile``,
             ``clipbound_learning_rate``, ``min_clipbound``, ``max_clipbound``,
@@ -774,8 +876,8 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         >>> model, opt, loader = make_private(layer, torch.optim.SGD(layer.parameters(), lr=0.1),
         ...     loader, target_epsilon=1.0, target_delta=1e-5, epochs=1, seed=0,
         ...     loss=LinearLoss())
-        >>> round(opt.max_grad_norm, 6)  # Δ of ⟨Z0⟩ with 6 weights, linear loss
-        2.44949
+        >>> round(opt.max_grad_norm, 6)  # calibrated: far below Δ = √6 (⟨Z0⟩, 6 weights)
+        0.626269
     """
     adjacency = _check_arguments(
         module=module, optimizer=optimizer, target_epsilon=target_epsilon, adjacency=adjacency,
@@ -785,9 +887,9 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
     model = _prepare_model(module, optimizer)
     default_mode = max_grad_norm is None
     if default_mode:
-        max_grad_norm = default_clip_mode(model.module,
-                                          classical_max_grad_norm=classical_max_grad_norm,
-                                          credit=credit)
+        # strict asks for the certified bound to be enforced: its default is the certified clip
+        max_grad_norm = "certified" if strict else default_clip_mode(
+            model.module, classical_max_grad_norm=classical_max_grad_norm, credit=credit)
     # The checks below run forward passes on synthetic inputs; they draw no seeded shot.
     with preserved_shot_rngs(model.module):
         sampling = _prepare_sampling(data_loader, sample_rate, epochs, expected_batch_size,
@@ -797,19 +899,32 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         sens = _prepare_sensitivity(model, example, max_grad_norm=max_grad_norm, credit=credit,
                                     loss=loss, adaptive_clipping=adaptive_clipping,
                                     jacobian_bound=jacobian_bound)
-        if loss is not None and max_grad_norm not in ("certified", "public"):
-            warnings.warn("`loss` is used only with max_grad_norm='certified' or 'public'; the "
-                          "clip norm bounds the gradients here.", PrivacyWarning, stacklevel=2)
+        if loss is not None and max_grad_norm not in ("certified", "public", "calibrated"):
+            warnings.warn("`loss` is used only with max_grad_norm='calibrated', 'certified' or "
+                          "'public'; the clip norm bounds the gradients here.", PrivacyWarning,
+                          stacklevel=2)
         coverage = None
         if max_grad_norm == "certified":
             coverage = certified_coverage(model.module, model.layers[0], example, loss, strict)
         if criterion is not None:
             check_per_example_loss(criterion, output_shape(model.module, example),
                                    sampling.dataset[0][1])
+        synthetic = None
+        if max_grad_norm == "calibrated":
+            synthetic = _synthetic_norms(model, sampling, input_range=input_range, loss=loss,
+                                         criterion=criterion)
+        elif max_grad_norm not in ("automatic", "adaptive"):
+            try:  # for the diagnosis only (a clip far above the gradients): a few examples
+                synthetic = _synthetic_norms(model, sampling, input_range=input_range,
+                                             loss=loss, criterion=criterion,
+                                             n=_DIAGNOSIS_EXAMPLES)
+            except Exception:  # noqa: BLE001 - the diagnosis then skips its clip check
+                synthetic = None
         clipping = _prepare_clipping(model, sampling, sens, max_grad_norm=max_grad_norm,
                                      classical_max_grad_norm=classical_max_grad_norm,
                                      input_range=input_range, adaptive_clipping=adaptive_clipping,
-                                     seed=seed, loss=loss, default_mode=default_mode)
+                                     seed=seed, loss=loss, default_mode=default_mode,
+                                     synthetic=synthetic)
         _check_credit(model, sens, credit=credit, max_grad_norm=max_grad_norm,
                       variance_floor=variance_floor)
         allocation = _prepare_shot_budget(model, sampling, example, shot_budget)
@@ -851,5 +966,7 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         automatic_gamma=AUTOMATIC_CLIPPING_GAMMA if max_grad_norm == "automatic" else None,
     )
     private_opt.sensitivity = sens
+    if synthetic is not None:
+        private_opt.public_gradient_norm = calibrated_clip_norm(synthetic.norms)
     private_opt.attach_loader(dp_loader)
     return gs_module, private_opt, dp_loader

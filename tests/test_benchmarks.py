@@ -351,3 +351,17 @@ def test_tune_neuron_twin_is_the_products_model_and_runs(tmp_path):
     assert row["runs"] == 2 and 0.5 <= row["mean_validation"] <= 1.0
     assert (tmp_path / "tune_neuron_tiny.json").exists()
     assert len(tune.searches()) == 5 + 72 + 18 + 12
+
+
+def test_bench_user_models(tmp_path):
+    """The quick run (two users' models, ε = 4, seed 0, 2 epochs on 96 rows, every method)
+    writes its rows, table, criteria and plot; every private run spent at most its ε."""
+    _module("bench_user_models").main(["--quick", "--out", str(tmp_path)])
+    data = _result(tmp_path, "bench_user_models_quick",
+                   ["runs", "summary", "markdown", "config", "criteria"])
+    assert {r["method"] for r in data["runs"]} == {"defaults", "opacus", "linear", "nonprivate"}
+    for r in data["runs"]:
+        assert 0.0 <= r["test_accuracy"] <= 1.0
+        if r["method"] != "nonprivate":
+            assert r["epsilon_spent"] <= r["epsilon"] == 4.0
+    assert data["criteria"]["epsilon"] == 4.0

@@ -23,10 +23,8 @@ def test_readme_python_blocks_run(tmp_path, monkeypatch):
     ledger = namespace["optimizer"].ledger
     assert ledger.steps == 25 and ledger.epsilon <= 2.0  # q = 1/⌈133/32⌉, 5 epochs
     assert namespace["accuracy"] >= 0.8
-    assert "automatic clipping" in ledger.statement()
-    from pennylane_qshiftdp.optimizers import stuck_run_cause
-
-    assert stuck_run_cause(namespace["optimizer"].history) is None  # a run that learns
+    assert "fixed clip norm C = 1 (DP-SGD)" in ledger.statement()
+    assert namespace["optimizer"].stuck_run_cause() is None  # a run that learns
 
 
 def _hybrid_block() -> str:
@@ -37,11 +35,12 @@ def _hybrid_block() -> str:
 
 @pytest.mark.slow
 def test_readme_hybrid_learns_wine_at_epsilon_2():
-    """Issue 34's goal: the README's hybrid, written without clip arguments, reaches >= 0.80
-    test accuracy on wine at ε = 2 in 5 epochs, median of seeds 0, 1, 2 (the README quotes the
-    three accuracies)."""
+    """Issue 34's goal: the README's hybrid reaches >= 0.80 test accuracy on wine at ε = 2 in 5
+    epochs, median of seeds 0, 1, 2 (the README quotes the three accuracies). Issue 44: with the
+    best call measured for it, a fixed clip C = 1 (0.889 over seeds 0-9, the calibrated default
+    0.833, automatic clipping 0.844)."""
     block = _hybrid_block()
-    assert "max_grad_norm" not in block and "classical_max_grad_norm" not in block
+    assert "max_grad_norm=1.0" in block and "classical_max_grad_norm" not in block
     accuracies = []
     for seed in (0, 1, 2):
         namespace: dict = {}

@@ -841,7 +841,11 @@ def _result(job: _Job, last: int, x_test, y_test) -> TrainResult:
     # else what the run released says (noisy sums and parameters: no privacy cost)
     train_cause = (stuck_run_cause(getattr(job.opt, "history", ()),
                                    batch_argument="--batch-size", lr_argument="--lr",
-                                   epsilon_argument="--epsilon") if ledger else None)
+                                   epsilon_argument="--epsilon", clip_argument="--max-grad-norm",
+                                   epochs_argument="--epochs",
+                                   public_gradient_norm=getattr(job.opt, "public_gradient_norm",
+                                                                None))
+                   if ledger else None)
     stuck = majority_class_warning(final_acc, rate, final_bal, data.n_classes,
                                    history=[m["test_accuracy"] for m in metrics],
                                    cause=cause or train_cause)

@@ -340,6 +340,11 @@ class QShiftDPOptimizer(DPOptimizer):
         if adaptive_clipping is not None:
             self._configure_adaptive(dict(adaptive_clipping), sigma, float(expected_batch_size))
         self.ledger = ledger
+        #: planned number of steps T (``None``: not known); at step T the diagnosis runs once.
+        self.planned_steps = int(steps) if steps else None
+        #: median per-example gradient norm on public synthetic examples at the initial
+        #: weights (set by make_private; read by :meth:`stuck_run_cause`), or ``None``.
+        self.public_gradient_norm: float | None = None
         self._history: list[StepRecord] = []
         # Records whose ε is filled in when the history is read, with the ledger's step count
         # at their step (a step composes no ε it does not need: the budget check is O(1)).
@@ -1024,8 +1029,32 @@ class QShiftDPOptimizer(DPOptimizer):
             if self._history:
                 self._history[-1]["parameter_step_norm"] = moved
                 self._history[-1]["parameter_norm"] = size
+            if self.planned_steps and len(self._history) == self.planned_steps:
+                cause = self.stuck_run_cause()
+                if cause is not None:  # one line at the planned end of the run
+                    warnings.warn(f"private run ended ({self.planned_steps} steps): {cause}",
+                                  PrivacyWarning, stacklevel=2)
             return out
         return None
+
+    def stuck_run_cause(self, **names: str) -> str | None:
+        """Why this run may not learn, from its released values and public synthetic inputs.
+
+        :func:`~.diagnosis.stuck_run_cause` on :attr:`history` with this optimizer's
+        :attr:`public_gradient_norm` (no privacy cost: post-processing of the releases).
+
+        Args:
+            **names: ``batch_argument``, ``lr_argument``, ``epsilon_argument``,
+                ``clip_argument``, ``epochs_argument``: how the message names them.
+
+        Returns:
+            str | None: one line naming each cause found and what to change, or ``None``.
+        """
+        from .diagnosis import stuck_run_cause
+
+        # the records' ε are not read by the diagnosis: leave them unresolved (no composition)
+        return stuck_run_cause(self._history, public_gradient_norm=self.public_gradient_norm,
+                               **names)
 
     # ------------------------------------------------------------------ step records
     @property

@@ -52,7 +52,14 @@ from .._validation import check_positive_float, check_positive_int
 if TYPE_CHECKING:
     from ..losses import BoundedLoss
 
-__all__ = ["domain_gradient_bound"]
+__all__ = ["domain_gradient_bound", "synthetic_batch", "synthetic_gradient_norms",
+           "calibrated_clip_norm", "CALIBRATION_QUANTILE", "CALIBRATION_EXAMPLES"]
+
+#: Quantile of the synthetic per-example gradient norms that ``max_grad_norm="calibrated"``
+#: clips at (the median: half the synthetic examples are clipped; docs/utility.md).
+CALIBRATION_QUANTILE = 0.5
+#: Synthetic examples the calibrated clip is computed from.
+CALIBRATION_EXAMPLES = 64
 
 # More corners than this are not enumerated (2**n grows fast); random points cover the rest.
 _MAX_CORNERS = 64
@@ -192,3 +199,136 @@ def _rows(res, n: int) -> torch.Tensor:
     """QNode results (a tensor or a tuple of them) as rows ``(n, n_out)``."""
     res = [res] if isinstance(res, torch.Tensor) else list(res)
     return torch.cat([r.reshape(n, -1) for r in res], dim=1)
+
+
+def synthetic_batch(example: torch.Tensor, label, *, n_outputs: int, n: int = CALIBRATION_EXAMPLES,
+                    input_range: tuple[float, float] | None = None,
+                    seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""Public synthetic examples shaped like the data: inputs and labels drawn without it.
+
+    Only the shape and dtype of ``example`` and ``label`` (the data's schema) are read, never
+    their values. Inputs are uniform on ``input_range`` (declared public knowledge of the
+    preprocessing) or, without one, standard normal (the scale of standardised features and
+    of angles around 0). Labels: for an integer label and ``n_outputs`` ≥ 2, uniform classes
+    in ``{0, …, n_outputs − 1}``; an integer label with one output, uniform in ``{0, 1}``; a
+    float label, uniform signs ±1 of the label's shape.
+
+    Args:
+        example: one input (its shape and dtype only).
+        label: one label (its shape and dtype only).
+        n_outputs: columns of the model's output (≥ 1).
+        n: number of synthetic examples (≥ 1).
+        input_range: ``(low, high)`` with low < high, or ``None``.
+        seed: seed of the draw (public randomness).
+
+    Returns:
+        tuple: inputs of shape ``(n, *example.shape)`` and labels of shape
+        ``(n, *label.shape)``.
+
+    Raises:
+        ValueError: for a non-positive ``n`` or ``n_outputs``, or an empty or reversed range.
+
+    Source: derived here (docs/utility.md, "Calibrated clip").
+
+    Example:
+        >>> x, y = synthetic_batch(torch.zeros(3), torch.tensor(2), n_outputs=3, n=5)
+        >>> tuple(x.shape), tuple(y.shape), bool((y < 3).all())
+        ((5, 3), (5,), True)
+    """
+    n = check_positive_int(n, "n")
+    n_outputs = check_positive_int(n_outputs, "n_outputs")
+    example = torch.as_tensor(example)
+    label = torch.as_tensor(label)
+    gen = torch.Generator().manual_seed(int(seed))
+    dtype = example.dtype if example.is_floating_point() else torch.get_default_dtype()
+    shape = (n, *example.shape)
+    if input_range is None:
+        x = torch.randn(shape, generator=gen, dtype=torch.float64)
+    else:
+        low, high = (float(v) for v in input_range)
+        if not (np.isfinite(low) and np.isfinite(high) and high > low):
+            raise ValueError(f"`input_range` must be (low, high) with low < high. Found "
+                             f"{input_range!r}.")
+        x = low + (high - low) * torch.rand(shape, generator=gen, dtype=torch.float64)
+    if label.is_floating_point():
+        y = (2 * torch.randint(0, 2, (n, *label.shape), generator=gen) - 1).to(label.dtype)
+    else:
+        k = n_outputs if n_outputs >= 2 else 2
+        y = torch.randint(0, k, (n, *label.shape), generator=gen).to(label.dtype)
+    return x.to(dtype), y
+
+
+def synthetic_gradient_norms(module: torch.nn.Module, params: Sequence[torch.Tensor],
+                             inputs: torch.Tensor, labels: torch.Tensor,
+                             loss_fn=None) -> torch.Tensor:
+    r"""Per-example gradient norms :math:`\lVert\nabla_\theta \ell(f(x_i), y_i)\rVert_2` of
+    ``params`` at their current values, one backward pass per example.
+
+    Args:
+        module: the model.
+        params: the trainable parameters (the norm is over all of them together).
+        inputs: ``(n, ...)`` examples; labels: ``(n, ...)``.
+        loss_fn: ``(outputs, labels) -> loss`` (a scalar, or per-example values that are
+            summed). ``None``: cross-entropy for integer labels and two or more outputs, else
+            the linear proxy :math:`\ell = \sum_m s_m f_m` with signs :math:`s_m = \pm 1`
+            drawn per example (:math:`|\partial\ell/\partial f_m| = 1`).
+
+    Returns:
+        torch.Tensor: float64 norms, shape ``(n,)``. A non-finite gradient gives norm 0.
+
+    Raises:
+        ValueError: for empty ``params`` or mismatched batch sizes.
+
+    Source: derived here (docs/utility.md, "Calibrated clip").
+    """
+    params = list(params)
+    if not params:
+        raise ValueError("`params` must hold at least one trainable parameter. Found none.")
+    if len(inputs) != len(labels):
+        raise ValueError(f"`inputs` and `labels` must have the same batch size. Found "
+                         f"{len(inputs)} and {len(labels)}.")
+    gen = torch.Generator().manual_seed(1)
+    norms = []
+    with torch.enable_grad():
+        for i in range(len(inputs)):
+            out = module(inputs[i:i + 1])
+            y = labels[i:i + 1]
+            if loss_fn is not None:
+                value = loss_fn(out, y)
+            elif not y.is_floating_point() and out.ndim == 2 and out.shape[1] >= 2:
+                value = torch.nn.functional.cross_entropy(out, y.reshape(-1).long())
+            else:
+                signs = 2.0 * torch.randint(0, 2, out.shape, generator=gen) - 1.0
+                value = (signs.to(out.dtype) * out).sum()
+            value = value.sum() if value.ndim else value
+            grads = torch.autograd.grad(value, params, allow_unused=True)
+            sq = sum(float(g.detach().double().pow(2).sum()) for g in grads if g is not None)
+            norms.append(sq ** 0.5 if np.isfinite(sq) else 0.0)
+    return torch.tensor(norms, dtype=torch.float64)
+
+
+def calibrated_clip_norm(norms: torch.Tensor, quantile: float = CALIBRATION_QUANTILE) -> float:
+    r"""The clip norm at the ``quantile`` of synthetic per-example gradient norms.
+
+    Args:
+        norms: per-example gradient norms on public synthetic examples, shape ``(n,)``, n ≥ 1.
+        quantile: in (0, 1].
+
+    Returns:
+        float: the quantile (linear interpolation), floored at 1e-6 (a clip must be positive).
+
+    Raises:
+        ValueError: for an empty ``norms`` or a quantile outside (0, 1].
+
+    Source: derived here (docs/utility.md, "Calibrated clip").
+
+    Example:
+        >>> calibrated_clip_norm(torch.tensor([1.0, 2.0, 3.0]))
+        2.0
+    """
+    norms = torch.as_tensor(norms, dtype=torch.float64).reshape(-1)
+    if norms.numel() == 0:
+        raise ValueError("`norms` must hold at least one norm. Found an empty tensor.")
+    if not (isinstance(quantile, (int, float)) and 0.0 < quantile <= 1.0):
+        raise ValueError(f"`quantile` must be in (0, 1]. Found {quantile!r}.")
+    return max(float(torch.quantile(norms, float(quantile))), 1e-6)

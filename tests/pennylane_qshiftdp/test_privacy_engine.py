@@ -159,7 +159,7 @@ def test_unbounded_loss_any_loop_every_contribution_at_most_c(monkeypatch):
         model, opt, loader = qs.make_private(
             layer, torch.optim.SGD(layer.parameters(), lr=1.0),
             _loader(_data(n=12), batch_size=12),
-            target_epsilon=1.0, target_delta=1e-5, epochs=4, seed=0)
+            target_epsilon=1.0, target_delta=1e-5, epochs=4, seed=0, max_grad_norm="certified")
     c = opt.max_grad_norm
     assert c == pytest.approx(math.sqrt(12))  # Δ = sqrt(#weights) for ⟨Z0⟩, linear loss
     monkeypatch.setattr(opt, "_standard_normal", lambda n: torch.zeros(n, dtype=torch.float64))
@@ -380,7 +380,8 @@ def test_quantum_classifier_default_model_credit_none_statement():
     model = QuantumClassifier(2, 1, device="default.qubit", shots=100, seed=0)
     pm, opt, loader = qs.make_private(model, torch.optim.SGD(model.parameters(), lr=0.1),
                                       _loader(_data(n=20)), target_epsilon=1.0,
-                                      target_delta=1e-5, epochs=1, seed=0)
+                                      target_delta=1e-5, epochs=1, seed=0,
+                                      max_grad_norm="certified")  # the default before issue 44
     text = opt.ledger.statement()
     assert "certified a-priori bound" in text and "any loss and training loop" in text
     assert np.isclose(opt.max_grad_norm, opt.sensitivity.delta)

@@ -301,7 +301,7 @@ def test_setting_the_certified_clip_is_refused_and_changes_nothing():
         warnings.simplefilter("ignore")
         _, opt, _ = qs.make_private(layer, torch.optim.SGD(layer.parameters(), lr=0.1),
                                     _loader(30), target_epsilon=2.0, target_delta=1e-5,
-                                    epochs=1, seed=0)
+                                    epochs=1, seed=0, max_grad_norm="certified")
     before = (opt.max_grad_norm, list(opt.clip_groups))
     with pytest.raises(ValueError, match="certified a-priori bound"):
         opt.max_grad_norm = 0.1

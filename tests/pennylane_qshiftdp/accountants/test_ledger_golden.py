@@ -56,7 +56,8 @@ def _run(accountant, target_epsilon, epochs, train_epochs, sigma_factor):
     model, opt, loader = qs.make_private(
         layer, torch.optim.SGD(layer.parameters(), lr=0.5), loader,
         target_epsilon=target_epsilon, target_delta=1e-5, epochs=epochs, seed=0,
-        loss=qs.losses.LinearLoss(), accountant=accountant)
+        loss=qs.losses.LinearLoss(), accountant=accountant,
+        max_grad_norm="certified")  # the recorded runs' clip (the default before issue 44)
     refused_at = None
     try:
         for _ in range(train_epochs):

@@ -190,7 +190,8 @@ def test_unboundable_model_is_refused():
     model = torch.nn.Sequential(_torch_layer(data_dependent=True))
     with pytest.raises(qs.SensitivityError, match="depends on the input data"):
         make_private(model, torch.optim.SGD(model.parameters(), lr=0.1), _loader(),
-                     target_epsilon=1.0, target_delta=1e-3, epochs=1)
+                     target_epsilon=1.0, target_delta=1e-3, epochs=1,
+                     max_grad_norm="certified")  # the calibrated default needs no bound
 
 
 def test_adaptive_at_100_shots_credits_noise_and_reports_delta_plus_beta(tmp_path):
@@ -271,7 +272,7 @@ def test_post_processing_that_breaks_the_loss_bound_is_clipped_and_reported():
     model = torch.nn.Sequential(_torch_layer(), _Times10())
     pmodel, popt, loader = make_private(model, torch.optim.SGD(model.parameters(), lr=0.1),
                                         _loader(), target_epsilon=1.0, target_delta=1e-3,
-                                        epochs=1, seed=0)
+                                        epochs=1, seed=0, max_grad_norm="certified")
     x, y = next(iter(loader))
     assert len(x) > 0
     _step(pmodel, popt, x, y)

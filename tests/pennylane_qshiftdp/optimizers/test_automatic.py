@@ -102,33 +102,33 @@ def test_automatic_clipping_refuses_what_it_cannot_combine_with():
 
 
 # ------------------------------------------------------------------ the default clip mode
-def test_default_clip_mode_reads_the_structure_only():
+def test_default_clip_mode_reads_the_arguments_only():
+    """Issue 44: every model gets the calibrated clip by default (it was automatic for hybrids
+    and certified for one TorchLayer); the certified clip stays the default where a classical
+    clip or a shot-noise credit asks for it."""
     hybrid = _hybrid()
-    assert qs.default_clip_mode(hybrid) == "automatic"
+    assert qs.default_clip_mode(hybrid) == "calibrated"
     assert qs.default_clip_mode(hybrid, classical_max_grad_norm=1.0) == "certified"
     assert qs.default_clip_mode(hybrid, credit="depolarizing") == "certified"
-    assert qs.default_clip_mode(hybrid.quantum) == "certified"
-    assert qs.default_clip_mode(torch.nn.Linear(2, 2)) == "automatic"
-    for p in list(hybrid.pre.parameters()) + list(hybrid.post.parameters()):
-        p.requires_grad_(False)  # frozen classical layers: the quantum weights alone train
-    assert qs.default_clip_mode(hybrid) == "certified"
+    assert qs.default_clip_mode(hybrid.quantum) == "calibrated"
+    assert qs.default_clip_mode(torch.nn.Linear(2, 2)) == "calibrated"
 
 
-def test_a_hybrid_without_clip_arguments_trains_with_automatic_clipping():
-    """The README's hybrid written without clip arguments: accepted (it was refused), clipped
-    automatically, the statement says so, and a step releases C = 1-scaled gradients."""
+def test_a_hybrid_with_automatic_clipping_says_so():
+    """The README's hybrid with max_grad_norm='automatic': clipped automatically, the
+    statement says so, and a step releases C = 1-scaled gradients."""
     model = _hybrid()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     loader = torch.utils.data.DataLoader(_data(), batch_size=8)
     with warnings.catch_warnings():
         warnings.simplefilter("error", qs.PrivacyWarning)  # no 'Δ does not cover' warning
         model, opt, loader = qs.make_private(model, opt, loader, target_epsilon=2.0,
-                                             target_delta=1e-5, epochs=1, seed=0)
+                                             target_delta=1e-5, epochs=1, seed=0,
+                                             max_grad_norm="automatic")
     assert opt.automatic_gamma == AUTOMATIC_CLIPPING_GAMMA and opt.max_grad_norm == 1.0
     assert opt.sensitivity is None and not opt.certified
     statement = opt.ledger.statement()
     assert "automatic clipping (Bu et al., arXiv:2206.07136)" in statement
-    assert "chosen from the model's structure only" in statement
     for xb, yb in loader:
         opt.zero_grad()
         if len(xb):
@@ -160,7 +160,8 @@ def _run(lr, epsilon, epochs=2, seed=0):
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     loader = torch.utils.data.DataLoader(_data(80, seed=seed), batch_size=8)
     model, opt, loader = qs.make_private(model, opt, loader, target_epsilon=epsilon,
-                                         target_delta=1e-5, epochs=epochs, seed=seed)
+                                         target_delta=1e-5, epochs=epochs, seed=seed,
+                                         max_grad_norm="automatic")
     for _ in range(epochs):
         for xb, yb in loader:
             opt.zero_grad()
