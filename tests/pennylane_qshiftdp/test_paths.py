@@ -83,16 +83,18 @@ def _steep(out, y):
     return (-100.0 * out.reshape(-1) * y).mean()
 
 
-def _release(make_model, x, y, *, loss_fn=_steep, backward=None, **kw):
+def _release(make_model, x, y, *, loss_fn=_steep, backward=None, batch_size=None, **kw):
     """One private step at q = 1 through make_private: (release, optimizer, step warnings).
 
-    The release is the clipped noisy sum (parameter change × qN with SGD at lr = 1).
+    The release is the clipped noisy sum (parameter change × qN with SGD at lr = 1). The
+    loader's batch size (the public divisor b) is ``len(x)`` unless given: neighbouring worlds
+    compared on everything the run prints must share it.
     """
     model0 = make_model()
     params = [p for p in model0.parameters() if p.requires_grad]
     before = [p.detach().clone() for p in params]
     kw = {"target_epsilon": EPS, "target_delta": DELTA, "epochs": 1, "seed": 0, **kw}
-    loader = torch.utils.data.DataLoader(_data(x, y), batch_size=len(x))
+    loader = torch.utils.data.DataLoader(_data(x, y), batch_size=batch_size or len(x))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model, opt, dl = qs.make_private(model0, torch.optim.SGD(params, lr=1.0), loader, **kw)
@@ -319,8 +321,9 @@ _BAD = {
 def test_a_non_finite_example_contributes_zero_and_nothing_depends_on_it(case):
     make, kw, bx, by = _BAD[case]
     x, y = _world()
-    rel, opt, caught = _release(make, x, y, **kw)
-    rel2, opt2, caught2 = _release(make, *_add(x, y, bx, by), **kw)
+    b = len(x) + 1  # one public batch size for both worlds (q = 1 in both)
+    rel, opt, caught = _release(make, x, y, batch_size=b, **kw)
+    rel2, opt2, caught2 = _release(make, *_add(x, y, bx, by), batch_size=b, **kw)
     assert torch.isfinite(rel2).all()
     assert torch.allclose(rel2, rel, rtol=0, atol=1e-12)  # the bad example adds exactly 0
     assert all(torch.isfinite(p).all() for p in opt2.params)
@@ -428,10 +431,11 @@ def test_uncovered_certified_model_warns_and_strict_refuses_whatever_the_data(ma
     for wx, wy in worlds:
         model = make()
         loader = torch.utils.data.DataLoader(_data(wx, wy), batch_size=2)
-        with pytest.warns(qs.PrivacyWarning, match=match):
+        with pytest.warns(qs.PrivacyWarning, match=match):  # the certified clip, asked for
             qs.make_private(model, torch.optim.SGD(model.parameters(), lr=1.0), loader,
-                            target_epsilon=1.0, target_delta=DELTA, epochs=1, seed=0, **kw)
-        model = make()
+                            target_epsilon=1.0, target_delta=DELTA, epochs=1, seed=0,
+                            **{"max_grad_norm": "certified", **kw})
+        model = make()  # strict=True makes the certified clip the default, and refuses
         with pytest.raises(qs.SensitivityError, match=match):
             qs.make_private(model, torch.optim.SGD(model.parameters(), lr=1.0), loader,
                             target_epsilon=1.0, target_delta=DELTA, epochs=1, seed=0,
