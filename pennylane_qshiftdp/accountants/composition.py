@@ -19,23 +19,17 @@ References:
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterator
-from contextlib import contextmanager
-
-import numpy as np
 from opacus.accountants import PRVAccountant, RDPAccountant
 from opacus.accountants.accountant import IAccountant
-from opacus.accountants.analysis import rdp as rdp_analysis
 
 from .._validation import (
     check_choice,
     check_positive_float,
     check_positive_int,
     check_sample_rate,
-    ignoring_warnings,
 )
 from .pld import PLDAccountant, one_step_cache_clear, pld_epsilon
+from .rdp import quiet_opacus, rdp_cache_clear, rdp_epsilon
 
 __all__ = [
     "ACCOUNTANTS",
@@ -67,19 +61,6 @@ History = list[tuple[float, float, int]]
 def check_accountant(accountant: str, name: str = "accountant") -> str:
     """Check an accountant name against :data:`ACCOUNTANTS` (the message lists the choices)."""
     return check_choice(accountant, name, ACCOUNTANTS)
-
-
-@contextmanager
-def quiet_opacus() -> Iterator[None]:
-    """Silence Opacus warnings that concern tightness, never validity.
-
-    The RDP accountant warns when the optimal order is at the edge of its grid (the bound is
-    then valid but loose); the PRV accountant emits ``divide by zero`` RuntimeWarnings at
-    q = 1 (handled correctly by ``np.where``).
-    """
-    with ignoring_warnings(("Optimal order is the", UserWarning),
-                           ("divide by zero", RuntimeWarning)):
-        yield
 
 
 def make_accountant(accountant: str = DEFAULT_ACCOUNTANT, history=None) -> IAccountant:
@@ -157,17 +138,6 @@ def normalise_history(history) -> History:
     return out
 
 
-@functools.lru_cache(maxsize=64)
-def _unit_rdp(sigma: float, q: float) -> np.ndarray:
-    """Opacus's RDP vector of one sampled-Gaussian step at its default orders (cached)."""
-    with quiet_opacus():
-        rdp = rdp_analysis.compute_rdp(
-            q=q, noise_multiplier=sigma, steps=1, orders=RDPAccountant.DEFAULT_ALPHAS
-        )
-    rdp.setflags(write=False)
-    return rdp
-
-
 def clear_caches() -> None:
     """Empty the process-wide caches of one-step quantities (RDP vectors, one-step PLDs).
 
@@ -177,11 +147,12 @@ def clear_caches() -> None:
     (a :class:`~pennylane_qshiftdp.accountants.ledger.PrivacyLedger` remembers its own).
 
     Example:
+        >>> from pennylane_qshiftdp.accountants.rdp import _unit_rdp
         >>> clear_caches()
         >>> _unit_rdp.cache_info().currsize
         0
     """
-    _unit_rdp.cache_clear()
+    rdp_cache_clear()
     one_step_cache_clear()
 
 
@@ -220,12 +191,7 @@ def epsilon_from_history(history, *, delta: float,
     if not history:
         return 0.0
     if check_accountant(accountant) == "rdp":
-        rdp = sum([_unit_rdp(float(s), float(q)) * n for s, q, n in history])
-        with quiet_opacus():
-            eps, _ = rdp_analysis.get_privacy_spent(
-                orders=RDPAccountant.DEFAULT_ALPHAS, rdp=rdp, delta=delta
-            )
-        return float(eps)
+        return rdp_epsilon(history, delta=delta)
     if accountant == "pld":
         return pld_epsilon([(float(s), float(q), int(n)) for s, q, n in history], delta=delta,
                            cache=cache)
