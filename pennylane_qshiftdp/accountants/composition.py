@@ -19,17 +19,20 @@ References:
 
 from __future__ import annotations
 
-from opacus.accountants import PRVAccountant, RDPAccountant
-from opacus.accountants.accountant import IAccountant
-
 from .._validation import (
-    check_choice,
     check_positive_float,
     check_positive_int,
     check_sample_rate,
 )
-from .pld import PLDAccountant, one_step_cache_clear, pld_epsilon
-from .rdp import quiet_opacus, rdp_cache_clear, rdp_epsilon
+from .pld import one_step_cache_clear
+from .rdp import quiet_opacus, rdp_cache_clear
+from .registry import (
+    ACCOUNTANTS,
+    DEFAULT_ACCOUNTANT,
+    check_accountant,
+    make_accountant,
+    resolve_accountant,
+)
 
 __all__ = [
     "ACCOUNTANTS",
@@ -44,30 +47,7 @@ __all__ = [
     "truncate_history",
 ]
 
-#: Accountants supported by this package, by Opacus mechanism name (``"pld"`` is registered
-#: with Opacus by :mod:`.pld`).
-ACCOUNTANTS: dict[str, type[IAccountant]] = {"rdp": RDPAccountant, "prv": PRVAccountant,
-                                             "pld": PLDAccountant}
-
-#: The accountant used when none is named: dp-accounting's PLD (pessimistic). At the same ε
-#: it calibrates 6–9 % less noise than RDP on the shipped tasks, in about the same time
-#: (benchmarks/RESULTS.md §5). A composition costs milliseconds to tens of milliseconds; a
-#: ledger's budget check needs none once it knows the admissible step count (issue 43).
-DEFAULT_ACCOUNTANT = "pld"
-
 History = list[tuple[float, float, int]]
-
-
-def check_accountant(accountant: str, name: str = "accountant") -> str:
-    """Check an accountant name against :data:`ACCOUNTANTS` (the message lists the choices)."""
-    return check_choice(accountant, name, ACCOUNTANTS)
-
-
-def make_accountant(accountant: str = DEFAULT_ACCOUNTANT, history=None) -> IAccountant:
-    """A fresh Opacus accountant of kind ``accountant`` with a copy of ``history``."""
-    acct = ACCOUNTANTS[check_accountant(accountant)]()
-    acct.history = [(float(s), float(q), int(n)) for s, q, n in (history or [])]
-    return acct
 
 
 def extend_history(history, sigma: float, q: float, k: int) -> History:
@@ -190,11 +170,4 @@ def epsilon_from_history(history, *, delta: float,
     """
     if not history:
         return 0.0
-    if check_accountant(accountant) == "rdp":
-        return rdp_epsilon(history, delta=delta)
-    if accountant == "pld":
-        return pld_epsilon([(float(s), float(q), int(n)) for s, q, n in history], delta=delta,
-                           cache=cache)
-    acct = make_accountant(accountant, history)
-    with quiet_opacus():
-        return float(acct.get_epsilon(delta=delta))
+    return resolve_accountant(accountant).epsilon_of(history, delta=delta, cache=cache)

@@ -14,6 +14,7 @@ from typing import Any
 import opacus
 
 from .._formatting import format_up
+from .registry import ACCOUNTANTS, resolve_accountant
 
 __all__ = ["privacy_statement"]
 
@@ -277,9 +278,19 @@ def _sampling_text(ledger) -> str:
     return text
 
 
+def _user_accountant(name: str) -> str:
+    """What the statement says of an accountant a user registered with Opacus (not vouched)."""
+    cls = resolve_accountant(name).cls
+    return (f"{cls.__module__}.{cls.__qualname__}, registered with Opacus as {name!r} by the "
+            f"user (not one pennylane_qshiftdp ships)")
+
+
 def _accountant_text(ledger) -> str:
     """The accountant of the guarantee and, beside it, RDP and PLD on the same history."""
-    name = _ACCOUNTANT_NAMES[ledger.accountant]
+    # the shipped text only for the shipped class under its name (not one re-registered)
+    vouched = ACCOUNTANTS.get(ledger.accountant) is resolve_accountant(ledger.accountant).cls
+    name = (_ACCOUNTANT_NAMES[ledger.accountant] if vouched
+            else _user_accountant(ledger.accountant))
     if "{dp_accounting}" in name:
         from importlib.metadata import PackageNotFoundError, version
 
@@ -287,14 +298,16 @@ def _accountant_text(ledger) -> str:
             name = name.format(dp_accounting=version("dp-accounting"))
         except PackageNotFoundError:  # pragma: no cover - a dependency
             name = name.format(dp_accounting="")
-    text = f"Accountant: Opacus {opacus.__version__} {name}; ε is an upper bound."
+    text = (f"Accountant: Opacus {opacus.__version__} {name}; ε is an upper bound." if vouched
+            else f"Accountant: Opacus {opacus.__version__} {name}; ε is that accountant's own "
+            f"claim, an upper bound only if it computes one (pennylane_qshiftdp cannot check).")
     if ledger.steps:
         beside = {k: v for k, v in ledger.epsilons.items() if k != ledger.accountant}
         if beside:
             text += (" On the same proven history: " + ", ".join(
-                f"{_SHORT_NAMES[k]} ε = {_up(v)}" for k, v in beside.items())
+                f"{_SHORT_NAMES.get(k, k)} ε = {_up(v)}" for k, v in beside.items())
                 + f" (each an upper bound; the guarantee and the budget use "
-                f"{_SHORT_NAMES[ledger.accountant]}).")
+                f"{_SHORT_NAMES.get(ledger.accountant, repr(ledger.accountant))}).")
     return text
 
 
