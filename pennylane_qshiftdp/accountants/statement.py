@@ -93,7 +93,6 @@ def privacy_statement(ledger, *, diagnostics: dict[str, Any] | None = None) -> s
                         f"{type(diagnostics).__name__}.")
     credited = ledger.credited_epsilon if diagnostics is not None else None
     steps = ledger.steps
-    sigma, sens = ledger.noise_multiplier, ledger.sensitivity
     extra = ledger.extra or {}
     lines = []
     violations = extra.get("steps_without_poisson_batch", 0)
@@ -105,29 +104,68 @@ def privacy_statement(ledger, *, diagnostics: dict[str, Any] | None = None) -> s
     lines.append("Privacy statement of pennylane-qshiftdp (Q-ShiftDP) for the run recorded "
                  "so far.")
     if ledger.credit_mode != "none":
-        beta_text = (
-            f", with β = {_up(ledger.beta)} the probability that the adaptive shot-noise "
-            f"variance bound fails at any step of the run" if ledger.beta > 0 else ""
-        )
-        label = "(ε, δ + β)" if ledger.beta > 0 else "(ε, δ)"
-        if credited is None:
-            lines.append(
-                f"Credited Q-ShiftDP guarantee (an APPROXIMATION, not proven): {label} = "
-                f"(ε withheld, {_total_delta(ledger)}) if the credited shot noise acted "
-                f"as Gaussian noise{beta_text}. Its ε is computed from the private batches' "
-                f"shot statistics, so it is itself NOT protected and is not shown; pass "
-                f"diagnostics (`qshiftdp train --diagnostics`) to release it, marked as "
-                f"such (target ε = {_fmt(ledger.target_epsilon)})."
-            )
-        else:
-            lines.append(
-                f"Credited Q-ShiftDP guarantee (an APPROXIMATION, not proven): {label} = "
-                f"({_up(credited)}, {_total_delta(ledger)}) if the credited shot noise "
-                f"acted as Gaussian noise{beta_text} (target ε = "
-                f"{_fmt(ledger.target_epsilon)}); this ε is a diagnostic computed from the "
-                f"private batches, NOT protected by the guarantee."
-            )
+        lines.append(_credited_text(ledger, credited))
 
+    lines.append(_protected_text(ledger))
+
+    lines.append(f"Sampling: {_sampling_text(ledger)}")
+
+    lines.extend(_mechanism_lines(ledger, diagnostics))
+    if ledger.credit_mode != "none":
+        lines.append(f"Proven noise history (σ_t, q, steps) = {ledger.proven_history}.")
+    lines.append(_accountant_text(ledger))
+    lines.append(f"Steps: {steps} recorded; planned history (σ, q, steps) = {ledger.history}.")
+
+    lines.append(f"Shot-noise credit: {_credit_text(ledger)}")
+    lines.extend(_shot_lines(ledger))
+
+    lines.extend(_preprocessing_lines(ledger))
+    if extra.get("model_checks_device"):
+        lines.append(f"Model checks: {extra['model_checks_device']}.")
+    randomness = extra.get("randomness")
+    if randomness:
+        lines.append(f"Randomness: {randomness}")
+    versions = extra.get("versions")
+    if versions:
+        lines.append("Software: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
+    details = {k: v for k, v in extra.items()
+               if k not in ("versions", "provenance", "randomness", "preprocessing",
+                            "expected_batch_size_source", "shot_budget")}
+    if details:
+        lines.append(f"Details: {json.dumps(details, sort_keys=True)}")
+    if diagnostics is not None:
+        lines.append(_diagnostics_text(diagnostics))
+    return "\n".join(lines)
+
+
+
+def _credited_text(ledger, credited: float | None) -> str:
+    """The credited (approximate) guarantee: its ε withheld unless diagnostics release it."""
+    beta_text = (
+        f", with β = {_up(ledger.beta)} the probability that the adaptive shot-noise "
+        f"variance bound fails at any step of the run" if ledger.beta > 0 else ""
+    )
+    label = "(ε, δ + β)" if ledger.beta > 0 else "(ε, δ)"
+    if credited is None:
+        return (
+            f"Credited Q-ShiftDP guarantee (an APPROXIMATION, not proven): {label} = "
+            f"(ε withheld, {_total_delta(ledger)}) if the credited shot noise acted "
+            f"as Gaussian noise{beta_text}. Its ε is computed from the private batches' "
+            f"shot statistics, so it is itself NOT protected and is not shown; pass "
+            f"diagnostics (`qshiftdp train --diagnostics`) to release it, marked as "
+            f"such (target ε = {_fmt(ledger.target_epsilon)})."
+        )
+    return (
+        f"Credited Q-ShiftDP guarantee (an APPROXIMATION, not proven): {label} = "
+        f"({_up(credited)}, {_total_delta(ledger)}) if the credited shot noise "
+        f"acted as Gaussian noise{beta_text} (target ε = "
+        f"{_fmt(ledger.target_epsilon)}); this ε is a diagnostic computed from the "
+        f"private batches, NOT protected by the guarantee."
+    )
+
+
+def _protected_text(ledger) -> str:
+    """What is protected: each example's membership, under the ledger's adjacency."""
     if ledger.adjacency == "add_remove":
         adj = (
             "add/remove-one adjacency: the output distribution changes little when any one "
@@ -139,15 +177,19 @@ def privacy_statement(ledger, *, diagnostics: dict[str, Any] | None = None) -> s
             "example is replaced by another; the sensitivity Δ includes the factor 2 for "
             "replacement"
         )
-    lines.append(
+    return (
         f"Protected: the membership of each individual training example ({adj}). Only the "
         f"noisy gradients are released; the trained weights and anything computed from "
         f"them are post-processing, including metrics on a held-out test split (those "
         f"describe the test examples, which the guarantee does not protect)."
     )
 
-    lines.append(f"Sampling: {_sampling_text(ledger)}")
 
+def _mechanism_lines(ledger, diagnostics: dict[str, Any] | None) -> list[str]:
+    """The mechanism (σ, Δ or the enforced clip C), the certified clip, the clip schedule."""
+    sigma, sens = ledger.noise_multiplier, ledger.sensitivity
+    extra = ledger.extra or {}
+    lines = []
     clipping = extra.get("clipping")
     if clipping is None:
         lines.append(
@@ -182,12 +224,13 @@ def privacy_statement(ledger, *, diagnostics: dict[str, Any] | None = None) -> s
                 f"public: a function of the step only): {moves}. Every step's rows are "
                 f"clipped at, and its noise scaled by, the C in force; σ is unchanged, so the "
                 f"accounting above holds.")
-    if ledger.credit_mode != "none":
-        lines.append(f"Proven noise history (σ_t, q, steps) = {ledger.proven_history}.")
-    lines.append(_accountant_text(ledger))
-    lines.append(f"Steps: {steps} recorded; planned history (σ, q, steps) = {ledger.history}.")
+    return lines
 
-    lines.append(f"Shot-noise credit: {_credit_text(ledger)}")
+
+def _shot_lines(ledger) -> list[str]:
+    """The shot budget's split, and the Gaussian assumption of a shot-noise credit."""
+    extra = ledger.extra or {}
+    lines = []
     budget = extra.get("shot_budget")
     if budget:
         lines.append(
@@ -206,7 +249,13 @@ def privacy_statement(ledger, *, diagnostics: dict[str, Any] | None = None) -> s
             "scaled binomial, not a Gaussian); the guarantee above holds to the extent that "
             "the approximation does."
         )
+    return lines
 
+
+def _preprocessing_lines(ledger) -> list[str]:
+    """What preprocessing the guarantee covers (a fixed feature map) and what it does not."""
+    extra = ledger.extra or {}
+    lines = []
     if ledger.preprocessing_note:
         note = ledger.preprocessing_note.strip()
         if not note.endswith((".", "!", "?")):
@@ -229,23 +278,7 @@ def privacy_statement(ledger, *, diagnostics: dict[str, Any] | None = None) -> s
             "before that point (e.g. standardisation or PCA) is not covered; declare it with "
             "`preprocessing_note`."
         )
-    if extra.get("model_checks_device"):
-        lines.append(f"Model checks: {extra['model_checks_device']}.")
-    randomness = extra.get("randomness")
-    if randomness:
-        lines.append(f"Randomness: {randomness}")
-    versions = extra.get("versions")
-    if versions:
-        lines.append("Software: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
-    details = {k: v for k, v in extra.items()
-               if k not in ("versions", "provenance", "randomness", "preprocessing",
-                            "expected_batch_size_source", "shot_budget")}
-    if details:
-        lines.append(f"Details: {json.dumps(details, sort_keys=True)}")
-    if diagnostics is not None:
-        lines.append(_diagnostics_text(diagnostics))
-    return "\n".join(lines)
-
+    return lines
 
 
 def _sampling_text(ledger) -> str:
