@@ -81,13 +81,15 @@ def compute_epsilon(
         delta: δ ∈ (0, 1).
         accountant: ``"pld"`` (default: dp-accounting's privacy loss distributions,
             pessimistic), ``"rdp"`` (Opacus ``RDPAccountant``) or ``"prv"`` (Opacus
-            ``PRVAccountant``).
+            ``PRVAccountant``), or another name of Opacus's accountant registry
+            (:func:`~.registry.resolve_accountant`; ``"gdp"`` is refused).
 
     Returns:
         ε in nats (an upper bound; ``inf`` if the accountant cannot bound it).
 
     Raises:
-        ValueError: if σ ≤ 0, q ∉ (0, 1], δ ∉ (0, 1), ``steps`` < 1 or the accountant is unknown.
+        ValueError: if σ ≤ 0, q ∉ (0, 1], δ ∉ (0, 1), ``steps`` < 1 or the accountant is
+            unknown or refused.
         TypeError: if ``steps`` is not an integer.
 
     References:
@@ -134,8 +136,8 @@ def calibrate_noise_multiplier(
         accountant: ``"pld"`` (default), ``"rdp"`` or ``"prv"`` (:func:`compute_epsilon`).
         epsilon_tolerance: absolute tolerance (nats, > 0) of the bisection on ε: the returned σ
             spends between ``target_epsilon - epsilon_tolerance`` and ``target_epsilon``
-            (with ``"pld"`` at least 0.5 % of ``target_epsilon``: its ε steps where its
-            discretisation interval halves).
+            (the accountant's entry may widen it: with ``"pld"`` at least 0.5 % of
+            ``target_epsilon``, since its ε steps where its discretisation interval halves).
 
     Returns:
         σ > 0, noise standard deviation in units of the sensitivity Δ.

@@ -1,13 +1,11 @@
 r"""ε of a history of Poisson-subsampled Gaussian steps, composed on Opacus's accountants.
 
 A history is a list of ``(σ, q, steps)`` triples, merged as Opacus's accountants merge them
-(:func:`extend_history`). :func:`epsilon_from_history` composes it with Opacus's
-``RDPAccountant`` (default) or ``PRVAccountant``, or with dp-accounting's privacy loss
-distributions (``"pld"``, :mod:`.pld`, registered as an Opacus accountant); no privacy
-analysis is written here. For the
-RDP accountant the per-step RDP vectors of Opacus's ``compute_rdp`` are cached, which gives
-``RDPAccountant(history).get_epsilon(delta)`` bit for bit without recomputing them at every
-step (without the cache a step costs tens of milliseconds).
+(:func:`extend_history`). :func:`epsilon_from_history` composes it with the accountant Opacus's
+registry holds under a name, as its entry says (:mod:`.registry`): dp-accounting's privacy loss
+distributions (``"pld"``, the default, :mod:`.pld`), Opacus's ``RDPAccountant`` (:mod:`.rdp`,
+whose one-step RDP vectors are cached, bit for bit ``RDPAccountant(history).get_epsilon``) or
+``PRVAccountant``, or one a user registered; no privacy analysis is written here.
 
 All ε are in nats.
 
@@ -147,13 +145,15 @@ def epsilon_from_history(history, *, delta: float,
     bit the computation of Opacus's ``RDPAccountant.get_privacy_spent``
     (``compute_rdp(..., steps=n)`` is ``compute_rdp(..., steps=1) * n`` and the vectors are
     summed in history order; the conversion to (ε, δ) is Opacus's ``get_privacy_spent``), with
-    the per-step vectors cached. ``"prv"``: Opacus's ``PRVAccountant``. An empty history has
+    the per-step vectors cached (:mod:`.rdp`). ``"prv"``: Opacus's ``PRVAccountant``. Any other
+    name of Opacus's registry: that accountant's own ``get_epsilon`` (its claim;
+    :func:`~.registry.resolve_accountant`, which refuses ``"gdp"``). An empty history has
     spent ε = 0.
 
     Args:
         history: list of ``(σ > 0, q ∈ (0, 1], steps ≥ 1)`` triples.
         delta: δ ∈ (0, 1).
-        accountant: ``"pld"``, ``"rdp"`` or ``"prv"``.
+        accountant: ``"pld"``, ``"rdp"``, ``"prv"`` or another name of Opacus's registry.
         cache: for ``"pld"``, a dict in which the caller keeps its one-step PLDs (``None``:
             the process-wide cache); ignored by the other accountants. It changes no ε.
 
