@@ -41,6 +41,7 @@ from .composition import (
     epsilon_from_history,
     quiet_opacus,
 )
+from .registry import resolve_accountant
 
 __all__ = [
     "ACCOUNTANTS",
@@ -56,13 +57,6 @@ _MAX_SIGMA = 1e6
 
 #: Relative step by which σ is raised when the re-check finds ε(σ) > target.
 _SIGMA_BUMP = 1e-3
-
-#: With the PLD accountant the bisection's tolerance is at least this fraction of the target:
-#: its discretisation interval (about 1e-3 × ε, pld.PLD_RELATIVE_INTERVAL) halves at some σ,
-#: where ε(σ) steps down by a fraction of that interval; a fixed 0.01 nats could fall inside
-#: such a step at a large ε and the bisection would never end.
-_PLD_RELATIVE_TOLERANCE = 5e-3
-
 
 def compute_epsilon(
     *,
@@ -87,13 +81,15 @@ def compute_epsilon(
         delta: δ ∈ (0, 1).
         accountant: ``"pld"`` (default: dp-accounting's privacy loss distributions,
             pessimistic), ``"rdp"`` (Opacus ``RDPAccountant``) or ``"prv"`` (Opacus
-            ``PRVAccountant``).
+            ``PRVAccountant``), or another name of Opacus's accountant registry
+            (:func:`~.registry.resolve_accountant`; ``"gdp"`` is refused).
 
     Returns:
         ε in nats (an upper bound; ``inf`` if the accountant cannot bound it).
 
     Raises:
-        ValueError: if σ ≤ 0, q ∉ (0, 1], δ ∉ (0, 1), ``steps`` < 1 or the accountant is unknown.
+        ValueError: if σ ≤ 0, q ∉ (0, 1], δ ∉ (0, 1), ``steps`` < 1 or the accountant is
+            unknown or refused.
         TypeError: if ``steps`` is not an integer.
 
     References:
@@ -140,8 +136,8 @@ def calibrate_noise_multiplier(
         accountant: ``"pld"`` (default), ``"rdp"`` or ``"prv"`` (:func:`compute_epsilon`).
         epsilon_tolerance: absolute tolerance (nats, > 0) of the bisection on ε: the returned σ
             spends between ``target_epsilon - epsilon_tolerance`` and ``target_epsilon``
-            (with ``"pld"`` at least 0.5 % of ``target_epsilon``: its ε steps where its
-            discretisation interval halves).
+            (the accountant's entry may widen it: with ``"pld"`` at least 0.5 % of
+            ``target_epsilon``, since its ε steps where its discretisation interval halves).
 
     Returns:
         σ > 0, noise standard deviation in units of the sensitivity Δ.
@@ -171,10 +167,10 @@ def calibrate_noise_multiplier(
     delta = check_delta(target_delta, "target_delta")
     q = check_sample_rate(sample_rate, "sample_rate")
     steps = check_positive_int(steps, "steps")
-    accountant = check_accountant(accountant)
-    tol = check_positive_float(epsilon_tolerance, "epsilon_tolerance")
-    if accountant == "pld":
-        tol = max(tol, _PLD_RELATIVE_TOLERANCE * eps)
+    entry = resolve_accountant(accountant)
+    accountant = entry.name
+    # the accountant's own tolerance (PLD: at least 0.5 % of the target, see the registry)
+    tol = entry.tolerance(eps, check_positive_float(epsilon_tolerance, "epsilon_tolerance"))
 
     try:
         with quiet_opacus():

@@ -1,13 +1,11 @@
 r"""ε of a history of Poisson-subsampled Gaussian steps, composed on Opacus's accountants.
 
 A history is a list of ``(σ, q, steps)`` triples, merged as Opacus's accountants merge them
-(:func:`extend_history`). :func:`epsilon_from_history` composes it with Opacus's
-``RDPAccountant`` (default) or ``PRVAccountant``, or with dp-accounting's privacy loss
-distributions (``"pld"``, :mod:`.pld`, registered as an Opacus accountant); no privacy
-analysis is written here. For the
-RDP accountant the per-step RDP vectors of Opacus's ``compute_rdp`` are cached, which gives
-``RDPAccountant(history).get_epsilon(delta)`` bit for bit without recomputing them at every
-step (without the cache a step costs tens of milliseconds).
+(:func:`extend_history`). :func:`epsilon_from_history` composes it with the accountant Opacus's
+registry holds under a name, as its entry says (:mod:`.registry`): dp-accounting's privacy loss
+distributions (``"pld"``, the default, :mod:`.pld`), Opacus's ``RDPAccountant`` (:mod:`.rdp`,
+whose one-step RDP vectors are cached, bit for bit ``RDPAccountant(history).get_epsilon``) or
+``PRVAccountant``, or one a user registered; no privacy analysis is written here.
 
 All ε are in nats.
 
@@ -19,23 +17,20 @@ References:
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterator
-from contextlib import contextmanager
-
-import numpy as np
-from opacus.accountants import PRVAccountant, RDPAccountant
-from opacus.accountants.accountant import IAccountant
-from opacus.accountants.analysis import rdp as rdp_analysis
-
 from .._validation import (
-    check_choice,
     check_positive_float,
     check_positive_int,
     check_sample_rate,
-    ignoring_warnings,
 )
-from .pld import PLDAccountant, one_step_cache_clear, pld_epsilon
+from .pld import one_step_cache_clear
+from .rdp import quiet_opacus, rdp_cache_clear
+from .registry import (
+    ACCOUNTANTS,
+    DEFAULT_ACCOUNTANT,
+    check_accountant,
+    make_accountant,
+    resolve_accountant,
+)
 
 __all__ = [
     "ACCOUNTANTS",
@@ -50,43 +45,7 @@ __all__ = [
     "truncate_history",
 ]
 
-#: Accountants supported by this package, by Opacus mechanism name (``"pld"`` is registered
-#: with Opacus by :mod:`.pld`).
-ACCOUNTANTS: dict[str, type[IAccountant]] = {"rdp": RDPAccountant, "prv": PRVAccountant,
-                                             "pld": PLDAccountant}
-
-#: The accountant used when none is named: dp-accounting's PLD (pessimistic). At the same ε
-#: it calibrates 6–9 % less noise than RDP on the shipped tasks, in about the same time
-#: (benchmarks/RESULTS.md §5). A composition costs milliseconds to tens of milliseconds; a
-#: ledger's budget check needs none once it knows the admissible step count (issue 43).
-DEFAULT_ACCOUNTANT = "pld"
-
 History = list[tuple[float, float, int]]
-
-
-def check_accountant(accountant: str, name: str = "accountant") -> str:
-    """Check an accountant name against :data:`ACCOUNTANTS` (the message lists the choices)."""
-    return check_choice(accountant, name, ACCOUNTANTS)
-
-
-@contextmanager
-def quiet_opacus() -> Iterator[None]:
-    """Silence Opacus warnings that concern tightness, never validity.
-
-    The RDP accountant warns when the optimal order is at the edge of its grid (the bound is
-    then valid but loose); the PRV accountant emits ``divide by zero`` RuntimeWarnings at
-    q = 1 (handled correctly by ``np.where``).
-    """
-    with ignoring_warnings(("Optimal order is the", UserWarning),
-                           ("divide by zero", RuntimeWarning)):
-        yield
-
-
-def make_accountant(accountant: str = DEFAULT_ACCOUNTANT, history=None) -> IAccountant:
-    """A fresh Opacus accountant of kind ``accountant`` with a copy of ``history``."""
-    acct = ACCOUNTANTS[check_accountant(accountant)]()
-    acct.history = [(float(s), float(q), int(n)) for s, q, n in (history or [])]
-    return acct
 
 
 def extend_history(history, sigma: float, q: float, k: int) -> History:
@@ -157,17 +116,6 @@ def normalise_history(history) -> History:
     return out
 
 
-@functools.lru_cache(maxsize=64)
-def _unit_rdp(sigma: float, q: float) -> np.ndarray:
-    """Opacus's RDP vector of one sampled-Gaussian step at its default orders (cached)."""
-    with quiet_opacus():
-        rdp = rdp_analysis.compute_rdp(
-            q=q, noise_multiplier=sigma, steps=1, orders=RDPAccountant.DEFAULT_ALPHAS
-        )
-    rdp.setflags(write=False)
-    return rdp
-
-
 def clear_caches() -> None:
     """Empty the process-wide caches of one-step quantities (RDP vectors, one-step PLDs).
 
@@ -177,11 +125,12 @@ def clear_caches() -> None:
     (a :class:`~pennylane_qshiftdp.accountants.ledger.PrivacyLedger` remembers its own).
 
     Example:
+        >>> from pennylane_qshiftdp.accountants.rdp import _unit_rdp
         >>> clear_caches()
         >>> _unit_rdp.cache_info().currsize
         0
     """
-    _unit_rdp.cache_clear()
+    rdp_cache_clear()
     one_step_cache_clear()
 
 
@@ -196,13 +145,15 @@ def epsilon_from_history(history, *, delta: float,
     bit the computation of Opacus's ``RDPAccountant.get_privacy_spent``
     (``compute_rdp(..., steps=n)`` is ``compute_rdp(..., steps=1) * n`` and the vectors are
     summed in history order; the conversion to (ε, δ) is Opacus's ``get_privacy_spent``), with
-    the per-step vectors cached. ``"prv"``: Opacus's ``PRVAccountant``. An empty history has
+    the per-step vectors cached (:mod:`.rdp`). ``"prv"``: Opacus's ``PRVAccountant``. Any other
+    name of Opacus's registry: that accountant's own ``get_epsilon`` (its claim;
+    :func:`~.registry.resolve_accountant`, which refuses ``"gdp"``). An empty history has
     spent ε = 0.
 
     Args:
         history: list of ``(σ > 0, q ∈ (0, 1], steps ≥ 1)`` triples.
         delta: δ ∈ (0, 1).
-        accountant: ``"pld"``, ``"rdp"`` or ``"prv"``.
+        accountant: ``"pld"``, ``"rdp"``, ``"prv"`` or another name of Opacus's registry.
         cache: for ``"pld"``, a dict in which the caller keeps its one-step PLDs (``None``:
             the process-wide cache); ignored by the other accountants. It changes no ε.
 
@@ -219,16 +170,4 @@ def epsilon_from_history(history, *, delta: float,
     """
     if not history:
         return 0.0
-    if check_accountant(accountant) == "rdp":
-        rdp = sum([_unit_rdp(float(s), float(q)) * n for s, q, n in history])
-        with quiet_opacus():
-            eps, _ = rdp_analysis.get_privacy_spent(
-                orders=RDPAccountant.DEFAULT_ALPHAS, rdp=rdp, delta=delta
-            )
-        return float(eps)
-    if accountant == "pld":
-        return pld_epsilon([(float(s), float(q), int(n)) for s, q, n in history], delta=delta,
-                           cache=cache)
-    acct = make_accountant(accountant, history)
-    with quiet_opacus():
-        return float(acct.get_epsilon(delta=delta))
+    return resolve_accountant(accountant).epsilon_of(history, delta=delta, cache=cache)

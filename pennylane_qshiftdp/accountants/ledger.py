@@ -49,7 +49,7 @@ from .composition import (
     truncate_history,
 )
 from .persistence import FORMAT_VERSION, ledger_state, normalise_extra, parse_state, write_atomic
-from .pld import PLD_MAX_STEPS
+from .registry import resolve_accountant
 from .statement import privacy_statement
 
 __all__ = ["PrivacyLedger", "ADJACENCIES", "CREDIT_MODES", "FORMAT_VERSION",
@@ -63,20 +63,6 @@ SAMPLE_RATE_SOURCES = ("sample_rate", "dataset_size", "dataset_length")
 
 #: Largest number of steps :meth:`PrivacyLedger.remaining_steps` searches (2**40).
 _MAX_SEARCH_STEPS = 2**40
-
-#: Accountants whose ε grows with the number k of steps appended at one (σ, q), so that the
-#: admissible count K* = max{k : ε ≤ target} decides every budget check (see
-#: :meth:`PrivacyLedger.would_exceed`). RDP: k·(RDP of one step) plus the prefix, then Opacus's
-#: conversion, all non-decreasing in floating point. PLD: pessimistic discretisation on an
-#: interval that only grows with k (it follows the history's RDP ε). PRV is left out: Opacus
-#: sizes its grid from the history and its ε is not known to be monotone numerically, so its
-#: checks compose as before.
-_MONOTONE_ACCOUNTANTS = ("rdp", "pld")
-
-#: Above this target ε (nats) the PLD budget check composes at every step: near 700 nats
-#: dp-accounting's conversion to ε overflows and :func:`~.pld.pld_epsilon` substitutes bounds
-#: of neighbouring histories, which need not grow with k.
-_PLD_MONOTONE_MAX_EPSILON = 256.0
 
 #: Compositions a ledger remembers (ε of a history at its δ, by accountant).
 _MEMO_SIZE = 256
@@ -111,7 +97,9 @@ class PrivacyLedger:
             exactly 0 otherwise.
         accountant: ``"pld"`` (default: dp-accounting's privacy loss distributions,
             :class:`~pennylane_qshiftdp.accountants.pld.PLDAccountant`), ``"rdp"`` (Opacus
-            ``RDPAccountant``) or ``"prv"`` (Opacus ``PRVAccountant``).
+            ``RDPAccountant``) or ``"prv"`` (Opacus ``PRVAccountant``), or another name of
+            Opacus's accountant registry (:func:`~.registry.resolve_accountant`: one a user
+            registered is used as it is; ``"gdp"`` is refused).
         dataset_size: number N of training examples (public: declared, or ``len(dataset)``
             treated as public), or ``None``. When given, δ ≥ 1/N gives a
             :class:`~pennylane_qshiftdp.exceptions.PrivacyWarning`, and the statement shows
@@ -348,7 +336,8 @@ class PrivacyLedger:
 
     @property
     def accountant(self) -> str:
-        """Opacus mechanism name of the accountant: ``"rdp"``, ``"prv"`` or ``"pld"``."""
+        """Opacus mechanism name of the accountant: ``"rdp"``, ``"prv"``, ``"pld"`` or one a user
+        registered with Opacus."""
         return self._accountant_name
 
     @property
@@ -428,7 +417,7 @@ class PrivacyLedger:
 
         The history is split into a prefix and a tail of ``n`` steps at (σ, q) (``n = 0`` if its
         last entry has another σ), so the extended history is the prefix plus ``n + steps``
-        steps at (σ, q). For a monotone accountant (:data:`_MONOTONE_ACCOUNTANTS`) ε grows with
+        steps at (σ, q). For a monotone accountant (its registry entry's ``monotone``) ε grows with
         the tail, so every tail composed so far brackets the admissible count K* (largest
         tail with ε ≤ target): a tail at or below an admissible one is admissible, one at or
         above an exceeding one exceeds, and the answer costs nothing. Inside the bracket the
@@ -473,10 +462,11 @@ class PrivacyLedger:
         self._bracket[key] = (lo, hi)
 
     def _monotone(self) -> bool:
-        """Whether ε grows with the tail's length for this ledger's accountant and target."""
-        if self._accountant_name not in _MONOTONE_ACCOUNTANTS:
-            return False
-        return self._accountant_name != "pld" or self._target_epsilon <= _PLD_MONOTONE_MAX_EPSILON
+        """Whether ε grows with the tail's length for this ledger's accountant and target
+        (the accountant's entry, :class:`~.registry.AccountantEntry`: RDP, and PLD up to a
+        target of 256 nats)."""
+        entry = resolve_accountant(self._accountant_name)
+        return entry.monotone and self._target_epsilon <= entry.monotone_max_epsilon
 
     def _admissible_tail(self, prefix: tuple, sigma: float, lo: int, hi: int | None,
                          start: int) -> tuple[int, int | None]:
@@ -493,8 +483,9 @@ class PrivacyLedger:
         """
         q = self._sample_rate
         limit = _MAX_SEARCH_STEPS
-        if self._accountant_name == "pld":
-            limit = min(limit, PLD_MAX_STEPS - sum(n for _, _, n in prefix))
+        max_steps = resolve_accountant(self._accountant_name).max_steps
+        if max_steps is not None:  # PLD: beyond PLD_MAX_STEPS its ε is RDP's
+            limit = min(limit, max_steps - sum(n for _, _, n in prefix))
 
         def exceeds(k: int) -> bool | None:
             eps = self._epsilon_of(extend_history(list(prefix), sigma, q, k))

@@ -31,6 +31,8 @@ from typing import Any
 
 from opacus.accountants import IAccountant, create_accountant, register_accountant
 
+from .rdp import rdp_epsilon
+
 __all__ = ["PLDAccountant", "PLD_MAX_STEPS", "PLD_RELATIVE_INTERVAL", "one_step_cache_clear",
            "pld_epsilon", "pld_interval"]
 
@@ -71,9 +73,7 @@ def pld_interval(history, *, delta: float) -> float:
         >>> pld_interval([(1.0, 0.2, 50)], delta=1e-5) == 2.0**-7  # ε_RDP = 11.3
         True
     """
-    from .composition import epsilon_from_history  # (composition imports this module)
-
-    eps = (epsilon_from_history(history, delta=min(delta, _SCALE_DELTA), accountant="rdp")
+    eps = (rdp_epsilon(history, delta=min(delta, _SCALE_DELTA))
            if history else 0.0)
     if not math.isfinite(eps):
         return _MAX_INTERVAL
@@ -168,9 +168,7 @@ def pld_epsilon(history, *, delta: float,
         return 0.0
     key = tuple((float(s), float(q), int(n)) for s, q, n in history)
     if sum(n for _, _, n in key) > PLD_MAX_STEPS:
-        from .composition import epsilon_from_history  # (composition imports this module)
-
-        return epsilon_from_history(key, delta=delta, accountant="rdp")
+        return rdp_epsilon(key, delta=delta)
     interval = (pld_interval(key, delta=delta) if value_discretization_interval is None
                 else float(value_discretization_interval))
     eps = _composed_epsilon(key, float(delta), interval, cache)
@@ -179,9 +177,7 @@ def pld_epsilon(history, *, delta: float,
         # underflows): σ = 0.0887, q = 1/9 gives inf at 26 steps, finite at 25 and 27. One
         # more step never lowers the true ε (its release is post-processed away), so the PLD
         # bound of a longer history bounds this one; so does the RDP ε of the same history.
-        from .composition import epsilon_from_history  # (composition imports this module)
-
-        bounds = [epsilon_from_history(key, delta=delta, accountant="rdp")]
+        bounds = [rdp_epsilon(key, delta=delta)]
         sigma, q, n = key[-1]
         for extra in (1, 2, 3):
             longer = _composed_epsilon(key[:-1] + ((sigma, q, n + extra),), float(delta),
@@ -194,9 +190,7 @@ def pld_epsilon(history, *, delta: float,
         # Far out (hundreds of nats) the pessimistic discretisation can exceed RDP's bound of
         # the same history (σ = 0.4, q = 0.99, 242 steps: PLD 1004, RDP 1000.4): both bound
         # the true ε, so the smaller does.
-        from .composition import epsilon_from_history  # (composition imports this module)
-
-        eps = min(eps, epsilon_from_history(key, delta=delta, accountant="rdp"))
+        eps = min(eps, rdp_epsilon(key, delta=delta))
     return eps
 
 

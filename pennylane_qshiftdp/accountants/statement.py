@@ -14,6 +14,7 @@ from typing import Any
 import opacus
 
 from .._formatting import format_up
+from .registry import ACCOUNTANTS, resolve_accountant
 
 __all__ = ["privacy_statement"]
 
@@ -92,7 +93,6 @@ def privacy_statement(ledger, *, diagnostics: dict[str, Any] | None = None) -> s
                         f"{type(diagnostics).__name__}.")
     credited = ledger.credited_epsilon if diagnostics is not None else None
     steps = ledger.steps
-    sigma, sens = ledger.noise_multiplier, ledger.sensitivity
     extra = ledger.extra or {}
     lines = []
     violations = extra.get("steps_without_poisson_batch", 0)
@@ -104,29 +104,68 @@ def privacy_statement(ledger, *, diagnostics: dict[str, Any] | None = None) -> s
     lines.append("Privacy statement of pennylane-qshiftdp (Q-ShiftDP) for the run recorded "
                  "so far.")
     if ledger.credit_mode != "none":
-        beta_text = (
-            f", with β = {_up(ledger.beta)} the probability that the adaptive shot-noise "
-            f"variance bound fails at any step of the run" if ledger.beta > 0 else ""
-        )
-        label = "(ε, δ + β)" if ledger.beta > 0 else "(ε, δ)"
-        if credited is None:
-            lines.append(
-                f"Credited Q-ShiftDP guarantee (an APPROXIMATION, not proven): {label} = "
-                f"(ε withheld, {_total_delta(ledger)}) if the credited shot noise acted "
-                f"as Gaussian noise{beta_text}. Its ε is computed from the private batches' "
-                f"shot statistics, so it is itself NOT protected and is not shown; pass "
-                f"diagnostics (`qshiftdp train --diagnostics`) to release it, marked as "
-                f"such (target ε = {_fmt(ledger.target_epsilon)})."
-            )
-        else:
-            lines.append(
-                f"Credited Q-ShiftDP guarantee (an APPROXIMATION, not proven): {label} = "
-                f"({_up(credited)}, {_total_delta(ledger)}) if the credited shot noise "
-                f"acted as Gaussian noise{beta_text} (target ε = "
-                f"{_fmt(ledger.target_epsilon)}); this ε is a diagnostic computed from the "
-                f"private batches, NOT protected by the guarantee."
-            )
+        lines.append(_credited_text(ledger, credited))
 
+    lines.append(_protected_text(ledger))
+
+    lines.append(f"Sampling: {_sampling_text(ledger)}")
+
+    lines.extend(_mechanism_lines(ledger, diagnostics))
+    if ledger.credit_mode != "none":
+        lines.append(f"Proven noise history (σ_t, q, steps) = {ledger.proven_history}.")
+    lines.append(_accountant_text(ledger))
+    lines.append(f"Steps: {steps} recorded; planned history (σ, q, steps) = {ledger.history}.")
+
+    lines.append(f"Shot-noise credit: {_credit_text(ledger)}")
+    lines.extend(_shot_lines(ledger))
+
+    lines.extend(_preprocessing_lines(ledger))
+    if extra.get("model_checks_device"):
+        lines.append(f"Model checks: {extra['model_checks_device']}.")
+    randomness = extra.get("randomness")
+    if randomness:
+        lines.append(f"Randomness: {randomness}")
+    versions = extra.get("versions")
+    if versions:
+        lines.append("Software: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
+    details = {k: v for k, v in extra.items()
+               if k not in ("versions", "provenance", "randomness", "preprocessing",
+                            "expected_batch_size_source", "shot_budget")}
+    if details:
+        lines.append(f"Details: {json.dumps(details, sort_keys=True)}")
+    if diagnostics is not None:
+        lines.append(_diagnostics_text(diagnostics))
+    return "\n".join(lines)
+
+
+
+def _credited_text(ledger, credited: float | None) -> str:
+    """The credited (approximate) guarantee: its ε withheld unless diagnostics release it."""
+    beta_text = (
+        f", with β = {_up(ledger.beta)} the probability that the adaptive shot-noise "
+        f"variance bound fails at any step of the run" if ledger.beta > 0 else ""
+    )
+    label = "(ε, δ + β)" if ledger.beta > 0 else "(ε, δ)"
+    if credited is None:
+        return (
+            f"Credited Q-ShiftDP guarantee (an APPROXIMATION, not proven): {label} = "
+            f"(ε withheld, {_total_delta(ledger)}) if the credited shot noise acted "
+            f"as Gaussian noise{beta_text}. Its ε is computed from the private batches' "
+            f"shot statistics, so it is itself NOT protected and is not shown; pass "
+            f"diagnostics (`qshiftdp train --diagnostics`) to release it, marked as "
+            f"such (target ε = {_fmt(ledger.target_epsilon)})."
+        )
+    return (
+        f"Credited Q-ShiftDP guarantee (an APPROXIMATION, not proven): {label} = "
+        f"({_up(credited)}, {_total_delta(ledger)}) if the credited shot noise "
+        f"acted as Gaussian noise{beta_text} (target ε = "
+        f"{_fmt(ledger.target_epsilon)}); this ε is a diagnostic computed from the "
+        f"private batches, NOT protected by the guarantee."
+    )
+
+
+def _protected_text(ledger) -> str:
+    """What is protected: each example's membership, under the ledger's adjacency."""
     if ledger.adjacency == "add_remove":
         adj = (
             "add/remove-one adjacency: the output distribution changes little when any one "
@@ -138,15 +177,19 @@ def privacy_statement(ledger, *, diagnostics: dict[str, Any] | None = None) -> s
             "example is replaced by another; the sensitivity Δ includes the factor 2 for "
             "replacement"
         )
-    lines.append(
+    return (
         f"Protected: the membership of each individual training example ({adj}). Only the "
         f"noisy gradients are released; the trained weights and anything computed from "
         f"them are post-processing, including metrics on a held-out test split (those "
         f"describe the test examples, which the guarantee does not protect)."
     )
 
-    lines.append(f"Sampling: {_sampling_text(ledger)}")
 
+def _mechanism_lines(ledger, diagnostics: dict[str, Any] | None) -> list[str]:
+    """The mechanism (σ, Δ or the enforced clip C), the certified clip, the clip schedule."""
+    sigma, sens = ledger.noise_multiplier, ledger.sensitivity
+    extra = ledger.extra or {}
+    lines = []
     clipping = extra.get("clipping")
     if clipping is None:
         lines.append(
@@ -181,12 +224,13 @@ def privacy_statement(ledger, *, diagnostics: dict[str, Any] | None = None) -> s
                 f"public: a function of the step only): {moves}. Every step's rows are "
                 f"clipped at, and its noise scaled by, the C in force; σ is unchanged, so the "
                 f"accounting above holds.")
-    if ledger.credit_mode != "none":
-        lines.append(f"Proven noise history (σ_t, q, steps) = {ledger.proven_history}.")
-    lines.append(_accountant_text(ledger))
-    lines.append(f"Steps: {steps} recorded; planned history (σ, q, steps) = {ledger.history}.")
+    return lines
 
-    lines.append(f"Shot-noise credit: {_credit_text(ledger)}")
+
+def _shot_lines(ledger) -> list[str]:
+    """The shot budget's split, and the Gaussian assumption of a shot-noise credit."""
+    extra = ledger.extra or {}
+    lines = []
     budget = extra.get("shot_budget")
     if budget:
         lines.append(
@@ -205,7 +249,13 @@ def privacy_statement(ledger, *, diagnostics: dict[str, Any] | None = None) -> s
             "scaled binomial, not a Gaussian); the guarantee above holds to the extent that "
             "the approximation does."
         )
+    return lines
 
+
+def _preprocessing_lines(ledger) -> list[str]:
+    """What preprocessing the guarantee covers (a fixed feature map) and what it does not."""
+    extra = ledger.extra or {}
+    lines = []
     if ledger.preprocessing_note:
         note = ledger.preprocessing_note.strip()
         if not note.endswith((".", "!", "?")):
@@ -228,23 +278,7 @@ def privacy_statement(ledger, *, diagnostics: dict[str, Any] | None = None) -> s
             "before that point (e.g. standardisation or PCA) is not covered; declare it with "
             "`preprocessing_note`."
         )
-    if extra.get("model_checks_device"):
-        lines.append(f"Model checks: {extra['model_checks_device']}.")
-    randomness = extra.get("randomness")
-    if randomness:
-        lines.append(f"Randomness: {randomness}")
-    versions = extra.get("versions")
-    if versions:
-        lines.append("Software: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
-    details = {k: v for k, v in extra.items()
-               if k not in ("versions", "provenance", "randomness", "preprocessing",
-                            "expected_batch_size_source", "shot_budget")}
-    if details:
-        lines.append(f"Details: {json.dumps(details, sort_keys=True)}")
-    if diagnostics is not None:
-        lines.append(_diagnostics_text(diagnostics))
-    return "\n".join(lines)
-
+    return lines
 
 
 def _sampling_text(ledger) -> str:
@@ -277,9 +311,19 @@ def _sampling_text(ledger) -> str:
     return text
 
 
+def _user_accountant(name: str) -> str:
+    """What the statement says of an accountant a user registered with Opacus (not vouched)."""
+    cls = resolve_accountant(name).cls
+    return (f"{cls.__module__}.{cls.__qualname__}, registered with Opacus as {name!r} by the "
+            f"user (not one pennylane_qshiftdp ships)")
+
+
 def _accountant_text(ledger) -> str:
     """The accountant of the guarantee and, beside it, RDP and PLD on the same history."""
-    name = _ACCOUNTANT_NAMES[ledger.accountant]
+    # the shipped text only for the shipped class under its name (not one re-registered)
+    vouched = ACCOUNTANTS.get(ledger.accountant) is resolve_accountant(ledger.accountant).cls
+    name = (_ACCOUNTANT_NAMES[ledger.accountant] if vouched
+            else _user_accountant(ledger.accountant))
     if "{dp_accounting}" in name:
         from importlib.metadata import PackageNotFoundError, version
 
@@ -287,14 +331,16 @@ def _accountant_text(ledger) -> str:
             name = name.format(dp_accounting=version("dp-accounting"))
         except PackageNotFoundError:  # pragma: no cover - a dependency
             name = name.format(dp_accounting="")
-    text = f"Accountant: Opacus {opacus.__version__} {name}; ε is an upper bound."
+    text = (f"Accountant: Opacus {opacus.__version__} {name}; ε is an upper bound." if vouched
+            else f"Accountant: Opacus {opacus.__version__} {name}; ε is that accountant's own "
+            f"claim, an upper bound only if it computes one (pennylane_qshiftdp cannot check).")
     if ledger.steps:
         beside = {k: v for k, v in ledger.epsilons.items() if k != ledger.accountant}
         if beside:
             text += (" On the same proven history: " + ", ".join(
-                f"{_SHORT_NAMES[k]} ε = {_up(v)}" for k, v in beside.items())
+                f"{_SHORT_NAMES.get(k, k)} ε = {_up(v)}" for k, v in beside.items())
                 + f" (each an upper bound; the guarantee and the budget use "
-                f"{_SHORT_NAMES[ledger.accountant]}).")
+                f"{_SHORT_NAMES.get(ledger.accountant, repr(ledger.accountant))}).")
     return text
 
 

@@ -37,10 +37,12 @@ from collections.abc import Sequence
 
 __all__ = ["build_parser", "main"]
 
-#: ``--accountant`` choices (the keys of ``calibration.ACCOUNTANTS``; a test checks they agree).
-#: The parser is built without importing torch, PennyLane or Opacus: ``qshiftdp --help`` and
-#: argument errors are fast, and each handler imports what it runs.
-ACCOUNTANT_CHOICES = ("rdp", "prv", "pld")
+# The parser is built without importing torch, PennyLane or Opacus: ``qshiftdp --help`` and
+# argument errors are fast, and each handler imports what it runs. ACCOUNTANT_CHOICES: the
+# ``--accountant`` choices (re-exported from app.config; a test checks the registry's agree).
+from .config import ACCOUNTANT_CHOICES as ACCOUNTANT_CHOICES
+from .flags import add_flags
+from .flags import positive_int as _positive_int
 
 PROG = "qshiftdp"
 
@@ -94,7 +96,6 @@ def _add_train_parser(subparsers) -> None:
     """Register ``qshiftdp train``: private training of the quantum classifier."""
     from .config import TrainConfig
 
-    d = TrainConfig()
     p = subparsers.add_parser(
         "train",
         help="train a quantum classifier with (ε, δ)-differential privacy",
@@ -110,145 +111,8 @@ def _add_train_parser(subparsers) -> None:
         "neuron model (a linear layer on all features feeding one qubit per output) with a "
         "fixed clip norm. The statement lists the settings used.",
     )
-    p.add_argument("--dataset", default=d.dataset,
-                   help="digits, breast_cancer, iris, wine or csv (default: %(default)s)")
-    p.add_argument("--csv", dest="csv_path", default=None, help="CSV file (with --dataset csv)")
-    p.add_argument("--label-column", default=None, help="label column of the CSV file")
-    p.add_argument("--classes", default=None, type=_classes,
-                   help="two classes NEGATIVE,POSITIVE (binary, labels -1/+1; labels or names, "
-                   "e.g. 1,2 or versicolor,virginica), three or more A,B,C,... (labels 0..K-1 in "
-                   "this order), or 'all' (every class, sorted); default: digits and "
-                   "breast_cancer 0,1; iris, wine and csv all")
-    p.add_argument("--feature-range", default=None, type=_feature_range,
-                   help="declared raw feature ranges for --preprocessing fixed: LO:HI for every "
-                   "column or LO1:HI1,LO2:HI2,... one per column (from domain knowledge, never "
-                   "from the data; values outside are clipped; write --feature-range=-1:1 when LO "
-                   "is negative); default: shipped ranges for iris, wine and breast_cancer")
-    p.add_argument("--test-size", type=float, default=d.test_size,
-                   help="fraction of the examples held out for the test accuracy, in (0, 1) "
-                   "(stratified, seeded split) (default: %(default)s)")
-    p.add_argument("--preprocessing", default=d.preprocessing,
-                   help="fixed (data-independent) or standardize_pca (default: %(default)s)")
-    p.add_argument("--epsilon", type=float, default=d.epsilon,
-                   help="target ε in nats; 'inf' trains without noise (default: %(default)s)")
-    p.add_argument("--delta", type=float, default=d.delta, help="target δ (default: %(default)s)")
-    p.add_argument("--epochs", type=_auto(int), default=d.epochs,
-                   help="'auto': 10 (quantum; neuron: 20 for two classes, else 10 below 1000 "
-                   "training examples and 8 from 1000 on; 40 or 20 without noise) (default: "
-                   "%(default)s)")
-    p.add_argument("--batch-size", dest="expected_batch_size", type=_auto(_positive_int),
-                   default=d.expected_batch_size,
-                   help="loader batch size B; as in Opacus, Poisson sampling uses q = "
-                   "1/ceil(N/B), so the expected batch qN can be below B; 'auto': 64 (neuron: "
-                   "128 from 1000 training examples on, 32 without noise) (default: "
-                   "%(default)s)")
-    p.add_argument("--shots", type=_shots, default=d.shots,
-                   help="shots per circuit Ns; 0 for analytic; 'auto' for the fewest shots "
-                   "whose noise adds at most 1 %% of the DP noise variance (default: "
-                   "%(default)s)")
-    p.add_argument("--shot-sampling", default=d.shot_sampling,
-                   choices=["auto", "exact_law", "device"],
-                   help="how shot estimates are drawn: exact_law draws each circuit's Ns-shot "
-                   "estimate from its exact outcome law (simulators; same distribution, much "
-                   "faster), device lets the device sample shot by shot; auto = exact_law on "
-                   "simulators (default: %(default)s)")
-    p.add_argument("--eval-shots", type=int, default=None,
-                   help="shots per circuit for the test accuracy (default: analytic on "
-                   "simulators; on hardware give a count)")
-    p.add_argument("--device", default=d.device,
-                   help="PennyLane device; 'auto' picks default.qubit (lightning.qubit from "
-                   "10 qubits with --shot-sampling device; default.mixed with --depolarizing) "
-                   "(default: %(default)s)")
-    p.add_argument("--layers", type=_auto(int), default=d.layers,
-                   help="StronglyEntanglingLayers of the quantum and hybrid models; 'auto': 2 "
-                   "(default: %(default)s)")
-    p.add_argument("--qubits", type=_auto(int), default=d.qubits,
-                   help="'auto': 4 (quantum, hybrid); the neuron model has one qubit per output "
-                   "(default: %(default)s)")
-    p.add_argument("--lr", type=_auto(float), default=d.lr,
-                   help="SGD step; 'auto': 0.2 (quantum and hybrid, with or without noise); "
-                   "neuron 0.25 (two classes) or 0.3 (more), and without noise (--epsilon inf) "
-                   "0.01 or 0.03 (default: %(default)s)")
-    p.add_argument("--loss", default=d.loss,
-                   choices=["auto", "linear", "mse", "logistic", "cross_entropy"],
-                   help="auto: linear (quantum) or logistic (neuron) for two classes, "
-                   "cross_entropy (softmax of the logits s·f over the K readouts) for three or "
-                   "more (default: %(default)s)")
-    p.add_argument("--logit-scale", type=_auto(float), default=d.logit_scale,
-                   help="s of the logits s·f of cross_entropy and logistic; the certified bound "
-                   "grows linearly in s; 'auto': 5 (the neuron's logistic loss: 20 with noise, 10 "
-                   "without) "
-                   "(default: %(default)s)")
-    p.add_argument("--input-center", type=_auto(float), default=d.input_center,
-                   help="neuron model: the public centre c (radians) of its input angles, "
-                   "a = W(x - c) + b; 'auto': pi/2, 1.0 for breast_cancer (its shipped "
-                   "ranges) "
-                   "(default: %(default)s)")
-    p.add_argument("--credit", default=d.credit,
-                   choices=["none", "depolarizing", "adaptive", "isotropic"],
-                   help="shot-noise credit mode (default: %(default)s)")
-    p.add_argument("--beta", type=float, default=d.beta,
-                   help="failure probability of the adaptive bound (reported as δ + β); "
-                   "required with --credit adaptive, in (0, 1), well below 1/N")
-    p.add_argument("--depolarizing", type=float, default=d.depolarizing,
-                   help="device noise: PennyLane DepolarizingChannel q on every qubit before "
-                   "measurement (D_p, p = 4q/3); needs --device default.mixed")
-    p.add_argument("--variance-floor", type=float, default=None,
-                   help="override the single-shot variance floor v_min (default: proven from "
-                   "the device noise by qprldp_core.certify_device)")
-    p.add_argument("--max-grad-norm", default=d.max_grad_norm, type=_clip_norm,
-                   help="per-example clip norm: 'auto' (public; certified with a shot-noise "
-                   "credit or --model hybrid), 'certified' (the a-priori bound Δ of the "
-                   "parameter-shift gradient, never binds for the declared loss), 'public' (the "
-                   "largest analytic gradient norm found at 256 sampled points of the input "
-                   "domain [0, π], its centre and corners, at the current weights, recomputed "
-                   "every epoch; no data used; an estimate, so a clip may bind), 'adaptive' "
-                   "(quantile clipping) or a positive number (DP-SGD); with --model neuron "
-                   "'auto' is 0.3 (two classes) or 1.0 (default: %(default)s)")
-    p.add_argument("--model", default=d.model, choices=["auto", "quantum", "hybrid", "neuron"],
-                   help="quantum: angle embedding + StronglyEntanglingLayers, one TorchLayer; "
-                   "hybrid: Linear -> angles -> TorchLayer -> Linear; neuron: Linear on all "
-                   "features -> one qubit per output (RY, Rot, <Z>); auto: quantum for digits "
-                   "with two classes (and for --credit, --depolarizing, --shots auto, "
-                   "--layers, --qubits), neuron otherwise (default: %(default)s)")
-    p.add_argument("--classical-max-grad-norm", type=float, default=d.classical_max_grad_norm,
-                   help="clip norm of the hybrid model's classical layers with "
-                   "--max-grad-norm certified (default: %(default)s)")
-    p.add_argument("--proven-epsilon-factor", type=float, default=d.proven_epsilon_factor,
-                   help="with a credit mode, the artificial noise never drops below the level "
-                   "whose proven ε is this factor × --epsilon (default: %(default)s)")
-    p.add_argument("--accountant", default=d.accountant, choices=ACCOUNTANT_CHOICES,
-                   help="accountant of σ and the proven ε: pld (dp-accounting's privacy loss "
-                   "distributions, pessimistic, registered with Opacus), rdp (Opacus) or prv "
-                   "(Opacus; slower) (default: %(default)s)")
-    p.add_argument("--adjacency", default=d.adjacency, choices=["add_remove", "replace_one"],
-                   help="neighbouring data sets: add_remove (one example added or removed, "
-                   "Opacus's convention) or replace_one (one example replaced: the noise is "
-                   "calibrated for twice the clip norm) (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=d.seed, help="default: %(default)s")
-    p.add_argument("--output-dir", default="runs/qshiftdp-train",
-                   help="where the ledger, metrics and plots go (default: %(default)s)")
+    add_flags(p, TrainConfig)  # every TrainConfig field's flag (app.config, app.flags)
     p.add_argument("--resume", action="store_true", help="continue from --output-dir")
-    p.add_argument("--seeded-noise", action="store_true",
-                   help="seed DP noise, Poisson sampling and the simulator's shot sampling "
-                   "from --seed so runs repeat exactly (research only: anyone who knows the "
-                   "seed can remove the noise, and a credited ε then counts shot noise they can "
-                   "reproduce). By default all three come from the OS's CSPRNG and --seed only "
-                   "fixes the data split and the initialisation")
-    p.add_argument("--diagnostics", action="store_true",
-                   help="also write what is computed from the private batches (batch sizes, "
-                   "fraction clipped and certified clips that bound, shot variance and its "
-                   "lower bound, credited share and credited ε, gradient signal-to-noise ratio, "
-                   "shots executed, wall time, a hash of the training data) to "
-                   "diagnostics.json and diagnostics.png, and report them in the statement; "
-                   "they are NOT protected by the guarantee. By default nothing written "
-                   "depends on the private batches")
-    _add_noise_model_arg(p)
-    p.add_argument("--shot-budget", type=_positive_int, default=None, metavar="SHOTS",
-                   help="shots per step for the parameter-shift circuits, split over the "
-                   "expected batch and over each example's shifted circuits in proportion to "
-                   "|shift coefficient| (recorded per circuit in the ledger); the forward "
-                   "circuit keeps --shots (default: every circuit has --shots)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the plan as one JSON object (circuits_per_step, shots_per_step, "
                    "device_batches_per_step, steps, total_circuits, total_shots, "
@@ -262,13 +126,6 @@ def _add_train_parser(subparsers) -> None:
                    "skips it; --no-progress hides the stderr lines)")
     p.add_argument("--no-probe", action="store_true",
                    help="with --dry-run: count only, run no circuit (the seconds are null)")
-    p.add_argument("--max-shots", type=_positive_int, default=None,
-                   help="refuse, before any circuit runs, a plan expecting more shots in all; "
-                   "on qiskit devices also the most shots of one job (a batch above it runs "
-                   "as several jobs)")
-    p.add_argument("--max-circuits", type=_positive_int, default=None,
-                   help="refuse, before any circuit runs, a plan expecting more circuits in "
-                   "all; on qiskit devices also the most circuits of one job")
     p.add_argument("--no-progress", action="store_true",
                    help="hide the progress bar (and --dry-run's progress lines)")
     p.add_argument("--skip-plan-check", action="store_true",
@@ -278,75 +135,13 @@ def _add_train_parser(subparsers) -> None:
     p.set_defaults(func=_run_train)
 
 
-def _classes(text: str):
-    """``--classes NEG,POS``, ``A,B,C,...`` or ``all`` (numbers where they parse as numbers)."""
-    if text.strip() == "all":
-        return "all"
-    parts = [t.strip() for t in text.split(",")]
-    if len(parts) < 2 or not all(parts):
-        raise argparse.ArgumentTypeError(f"must be two classes NEGATIVE,POSITIVE, three or more "
-                                         f"A,B,C,... or 'all', not {text!r}")
-
-    def value(t):
-        try:
-            return int(t)
-        except ValueError:
-            try:
-                return float(t)
-            except ValueError:
-                return t
-
-    return tuple(value(t) for t in parts)
-
-
-def _feature_range(text: str):
-    """``--feature-range LO:HI`` (every column) or ``LO1:HI1,LO2:HI2,...`` (one per column)."""
-    pairs = []
-    for part in text.split(","):
-        bounds = part.split(":")
-        try:
-            if len(bounds) != 2:
-                raise ValueError
-            lo, hi = float(bounds[0]), float(bounds[1])
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"must be LO:HI or LO1:HI1,LO2:HI2,... with numbers, not {text!r}") from None
-        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-            raise argparse.ArgumentTypeError(f"needs finite LO < HI in every pair, not {part!r}")
-        pairs.append((lo, hi))
-    return pairs[0] if len(pairs) == 1 else tuple(pairs)
-
-
-def _positive_int(text: str) -> int:
-    """argparse type: an integer ≥ 1 (the error names the flag)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer. Found {text!r}.")
-    return value
-
-
-#: Parameter names in library messages -> the ``qshiftdp train`` flag that sets them.
-_TRAIN_FLAGS = {"n_features": "--qubits", "name": "--dataset", "csv_path": "--csv",
-                "label_column": "--label-column", "classes": "--classes",
-                "test_size": "--test-size", "feature_range": "--feature-range",
-                "n_classes": "--classes",
-                "loss": "--loss", "logit_scale": "--logit-scale",
-                "input_center": "--input-center",
-                "expected_batch_size": "--batch-size", "target_epsilon": "--epsilon",
-                "target_delta": "--delta", "epsilon": "--epsilon", "delta": "--delta",
-                "lr": "--lr", "shots": "--shots", "n_qubits": "--qubits", "qubits": "--qubits",
-                "layers": "--layers", "beta": "--beta", "variance_floor": "--variance-floor",
-                "max_grad_norm": "--max-grad-norm", "depolarizing": "--depolarizing",
-                "classical_max_grad_norm": "--classical-max-grad-norm",
-                "proven_epsilon_factor": "--proven-epsilon-factor", "epochs": "--epochs",
-                "preprocessing": "--preprocessing", "credit": "--credit", "model": "--model",
-                "skip_plan_check": "--skip-plan-check",
-                "noise_model": "--noise-model", "shot_budget": "--shot-budget",
-                "max_shots": "--max-shots", "max_circuits": "--max-circuits",
-                "shots_per_step": "--shot-budget", "device": "--device"}
+#: Parameter names in library messages that are not TrainConfig fields (or are read by the
+#: ``name=``/``classes=`` rewrite below) -> the ``qshiftdp train`` flag; a field's own flag
+#: comes from its declaration (``config.flag_name``).
+_TRAIN_FLAGS = {"n_features": "--qubits", "name": "--dataset", "classes": "--classes",
+                "n_classes": "--classes", "target_epsilon": "--epsilon",
+                "target_delta": "--delta", "n_qubits": "--qubits",
+                "skip_plan_check": "--skip-plan-check", "shots_per_step": "--shot-budget"}
 
 
 def _flag_names(message: str) -> str:
@@ -365,49 +160,6 @@ def _flag_names(message: str) -> str:
 
     message = re.sub(r"`([a-z_]+)`", sub, message)
     return re.sub(r"\b(name|classes)='", lambda m: f"{_TRAIN_FLAGS[m.group(1)]}='", message)
-
-
-def _auto(kind):
-    """argparse type: 'auto' or a value of ``kind`` (``int``, ``float`` or a type function)."""
-    def parse(text: str):
-        if text == "auto":
-            return text
-        try:
-            return kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be 'auto' or a number, not {text!r}") from None
-    parse.__name__ = getattr(kind, "__name__", "value")
-    return parse
-
-
-def _shots(text: str):
-    """``--shots``: a non-negative integer (0 = analytic) or 'auto'."""
-    if text == "auto":
-        return text
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer or 'auto', not "
-                                         f"{text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer or 'auto', not "
-                                         f"{text!r}")
-    return value
-
-
-def _clip_norm(text: str):
-    """``--max-grad-norm``: 'auto', 'certified', 'public', 'adaptive' or a positive number."""
-    if text in ("auto", "certified", "public", "adaptive"):
-        return text
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"must be 'certified', 'public', 'adaptive' or a positive number, not {text!r}"
-        ) from None
-    if not (value > 0 and value != float("inf")):
-        raise argparse.ArgumentTypeError(f"must be a positive finite number, not {text!r}")
-    return value
 
 
 def _train_config(args):

@@ -345,21 +345,8 @@ def load_dataset(
         >>> iris.n_classes, iris.label_mapping_text()
         (3, "'setosa' → 0, 'versicolor' → 1, 'virginica' → 2")
     """
-    name = check_choice(name, "name", DATASETS)
-    preprocessing = check_choice(preprocessing, "preprocessing", PREPROCESSINGS)
-    if n_features is not None:
-        n_features = check_positive_int(n_features, "n_features")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise (ValueError if isinstance(seed, numbers.Integral) else TypeError)(
-            f"`seed` must be a non-negative integer. Found {seed!r}."
-        )
-    seed = int(seed)
-    test_size = check_probability(test_size, "test_size", open_low=True, open_high=True)
-    if name != "csv" and (csv_path is not None or label_column is not None):
-        raise ValueError(
-            f"`csv_path` and `label_column` are only used with name='csv'. Found name={name!r}."
-        )
-
+    name, preprocessing, n_features, seed, test_size = _check_arguments(
+        name, preprocessing, n_features, seed, test_size, csv_path, label_column)
     if name == "csv":
         X, labels, feature_names, label_names = _read_csv(csv_path, label_column)
         source = f"CSV file {os.fspath(csv_path)!r} (label column {label_column!r})"
@@ -369,18 +356,7 @@ def load_dataset(
 
     if n_features is None:
         n_features = X.shape[1]
-    chosen = _resolve_classes(name, classes, labels, label_names)
-    mask = np.isin(labels, np.asarray(chosen, dtype=labels.dtype))
-    if name == "csv" and not bool(mask.all()):
-        warnings.warn(f"`classes` keeps {int(mask.sum())} of the CSV file's {len(mask)} rows: "
-                      f"the {int((~mask).sum())} rows of other classes are not used.",
-                      UserWarning, stacklevel=2)
-    X = X[mask]
-    if len(chosen) == 2:
-        y = np.where(labels[mask] == chosen[1], 1.0, -1.0)
-    else:
-        index = {c: i for i, c in enumerate(chosen)}
-        y = np.array([index[v] for v in labels[mask].tolist()], dtype=np.float64)
+    chosen, X, y = _select_classes(name, classes, X, labels, label_names)
 
     ranges = _check_columns(name, preprocessing, n_features, feature_range, X.shape[1])
 
@@ -397,58 +373,24 @@ def load_dataset(
     if preprocessing == "fixed" and name == "digits":
         X_train, names = _pool_digits(X_train, n_features)
         X_test, _ = _pool_digits(X_test, n_features)
-        rows, cols = DIGITS_POOLING_GRIDS[n_features]
-        regions = (
-            "fixed stroke regions (centre stroke, left arc, right arc, top/bottom caps)"
-            if n_features == 4
-            else f"a {rows}x{cols} grid of {8 // rows}x{8 // cols}-pixel blocks"
-        )
-        how = (
-            f"{n_features} features: average pooling over {regions}, mapped from the "
-            f"a-priori pixel range [0, 16] to angles in [0, pi] (data-independent)"
-        )
-        public_how = how
+        how = public_how = _digits_how(n_features)
         note = None
     elif preprocessing == "fixed":
         test_clipped, test_columns = _test_clipping(X_test, ranges, raw_names)
         X_train, names, c_train = _scale_and_group(X_train, ranges, n_features, feature_names)
         X_test, _, c_test = _scale_and_group(X_test, ranges, n_features, feature_names)
         clipped = c_train + c_test
-        origin = ("declared `feature_range`" if feature_range is not None else
-                  "shipped default ranges (published DESCR minima and maxima, rounded outward)")
-        grouping = ("one column per feature" if n_features == X.shape[1] else
-                    f"{X.shape[1]} columns averaged in {n_features} consecutive groups of "
-                    f"{'/'.join(str(len(g)) for g in _groups(X.shape[1], n_features))}")
-        scaling = (f"{n_features} features: each column scaled from its {origin} to [0, 1] "
-                   f"(values outside clipped{{}}), {grouping}, times pi (data-independent)")
+        scaling = _scaling_how(n_features, X.shape[1], feature_range is not None)
         public_how = scaling.format("")  # the statement: no count over the data
         how = scaling.format(f": {clipped} of {X.size} values")
         note = None
     else:
-        if X_train.shape[0] <= n_features:
-            raise ValueError(
-                f"`n_features` must be below the number of training examples "
-                f"({X_train.shape[0]}) for preprocessing='standardize_pca'. Found {n_features}."
-            )
-        X_train, X_test, names, transform = _standardize_pca(X_train, X_test, n_features, seed)
-        how = (
-            f"{n_features} features: standardisation, PCA and min-max scaling to angles in "
-            f"[0, pi], fitted on the training split (data-dependent)"
-        )
-        public_how = how
-        note = _PCA_NOTE
-        warnings.warn(f"Data-dependent preprocessing: {_PCA_NOTE}", PrivacyWarning, stacklevel=2)
+        X_train, X_test, names, transform, how = _fit_pca(X_train, X_test, n_features, seed)
+        public_how, note = how, _PCA_NOTE
 
-    shown = [str(label_names.get(c, _plain(c))) for c in chosen]
-    if len(chosen) == 2:
-        task = f"binary task {shown[0]} (-1) vs {shown[1]} (+1)"
-    else:
-        task = f"{len(chosen)}-class task " + ", ".join(
-            f"{n} ({i})" for i, n in enumerate(shown))
+    shown, task = _task_text(chosen, label_names)
     if name == "csv" and (classes is None or classes == "all"):
-        note = LABEL_SET_NOTE if note is None else f"{note} Also, {LABEL_SET_NOTE}"
-        warnings.warn(f"Data-dependent label set: {LABEL_SET_NOTE}", PrivacyWarning,
-                      stacklevel=2)
+        note = _label_set_note(note)
     description = (
         f"{source}, {task}; {how}; {len(y_train)} train / {len(y_test)} test "
         f"examples (stratified split, test_size={test_size:g}, seed={seed})."
@@ -473,6 +415,105 @@ def load_dataset(
         raw_feature_names=tuple(raw_names),
         transform=transform,
     )
+
+
+def _check_arguments(name, preprocessing, n_features, seed, test_size, csv_path,
+                     label_column) -> tuple:
+    """:func:`load_dataset`'s argument checks: (name, preprocessing, n_features, seed,
+    test_size), checked and normalised."""
+    name = check_choice(name, "name", DATASETS)
+    preprocessing = check_choice(preprocessing, "preprocessing", PREPROCESSINGS)
+    if n_features is not None:
+        n_features = check_positive_int(n_features, "n_features")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise (ValueError if isinstance(seed, numbers.Integral) else TypeError)(
+            f"`seed` must be a non-negative integer. Found {seed!r}."
+        )
+    seed = int(seed)
+    test_size = check_probability(test_size, "test_size", open_low=True, open_high=True)
+    if name != "csv" and (csv_path is not None or label_column is not None):
+        raise ValueError(
+            f"`csv_path` and `label_column` are only used with name='csv'. Found name={name!r}."
+        )
+    return name, preprocessing, n_features, seed, test_size
+
+
+def _select_classes(name: str, classes, X, labels, label_names) -> tuple:
+    """(chosen classes, their rows of ``X``, labels ±1 for two classes or 0..K−1); warns (for
+    :func:`load_dataset`'s caller) when a CSV file's rows of other classes are dropped."""
+    chosen = _resolve_classes(name, classes, labels, label_names)
+    mask = np.isin(labels, np.asarray(chosen, dtype=labels.dtype))
+    if name == "csv" and not bool(mask.all()):
+        warnings.warn(f"`classes` keeps {int(mask.sum())} of the CSV file's {len(mask)} rows: "
+                      f"the {int((~mask).sum())} rows of other classes are not used.",
+                      UserWarning, stacklevel=3)
+    X = X[mask]
+    if len(chosen) == 2:
+        y = np.where(labels[mask] == chosen[1], 1.0, -1.0)
+    else:
+        index = {c: i for i, c in enumerate(chosen)}
+        y = np.array([index[v] for v in labels[mask].tolist()], dtype=np.float64)
+    return chosen, X, y
+
+
+def _digits_how(n_features: int) -> str:
+    """How the digits' pixels become ``n_features`` angles (the fixed pooling)."""
+    rows, cols = DIGITS_POOLING_GRIDS[n_features]
+    regions = (
+        "fixed stroke regions (centre stroke, left arc, right arc, top/bottom caps)"
+        if n_features == 4
+        else f"a {rows}x{cols} grid of {8 // rows}x{8 // cols}-pixel blocks"
+    )
+    return (
+        f"{n_features} features: average pooling over {regions}, mapped from the "
+        f"a-priori pixel range [0, 16] to angles in [0, pi] (data-independent)"
+    )
+
+
+def _scaling_how(n_features: int, n_columns: int, declared: bool) -> str:
+    """How fixed ranges scale ``n_columns`` columns into ``n_features`` angles (``{}``: where
+    the count of clipped values goes)."""
+    origin = ("declared `feature_range`" if declared else
+              "shipped default ranges (published DESCR minima and maxima, rounded outward)")
+    grouping = ("one column per feature" if n_features == n_columns else
+                f"{n_columns} columns averaged in {n_features} consecutive groups of "
+                f"{'/'.join(str(len(g)) for g in _groups(n_columns, n_features))}")
+    return (f"{n_features} features: each column scaled from its {origin} to [0, 1] "
+            f"(values outside clipped{{}}), {grouping}, times pi (data-independent)")
+
+
+def _fit_pca(X_train, X_test, n_features: int, seed: int) -> tuple:
+    """``standardize_pca`` fitted on the training split: (train, test, feature names, the
+    transform, how in words); warns (for :func:`load_dataset`'s caller) that it is
+    data-dependent."""
+    if X_train.shape[0] <= n_features:
+        raise ValueError(
+            f"`n_features` must be below the number of training examples "
+            f"({X_train.shape[0]}) for preprocessing='standardize_pca'. Found {n_features}."
+        )
+    X_train, X_test, names, transform = _standardize_pca(X_train, X_test, n_features, seed)
+    how = (
+        f"{n_features} features: standardisation, PCA and min-max scaling to angles in "
+        f"[0, pi], fitted on the training split (data-dependent)"
+    )
+    warnings.warn(f"Data-dependent preprocessing: {_PCA_NOTE}", PrivacyWarning, stacklevel=3)
+    return X_train, X_test, names, transform, how
+
+
+def _label_set_note(note: str | None) -> str:
+    """The preprocessing note with the CSV label set read from the data (not protected);
+    warns (for :func:`load_dataset`'s caller)."""
+    warnings.warn(f"Data-dependent label set: {LABEL_SET_NOTE}", PrivacyWarning, stacklevel=3)
+    return LABEL_SET_NOTE if note is None else f"{note} Also, {LABEL_SET_NOTE}"
+
+
+def _task_text(chosen, label_names) -> tuple[list[str], str]:
+    """The classes' shown names and the task in words (binary ±1, or K classes 0..K−1)."""
+    shown = [str(label_names.get(c, _plain(c))) for c in chosen]
+    if len(chosen) == 2:
+        return shown, f"binary task {shown[0]} (-1) vs {shown[1]} (+1)"
+    return shown, f"{len(chosen)}-class task " + ", ".join(
+        f"{n} ({i})" for i, n in enumerate(shown))
 
 
 def _check_columns(name: str, preprocessing: str, n_features: int, feature_range,

@@ -31,7 +31,7 @@ from .records import (
 )
 
 if TYPE_CHECKING:
-    from .job import TrainResult
+    from .result import TrainResult
 
 __all__ = ["CHECKPOINT_FORMAT", "diagnostics_document", "diagnostics_figure", "load_checkpoint",
            "merge_diagnostics", "noise_figure", "read_checkpoint", "write_checkpoint",

@@ -66,6 +66,61 @@ def _weighted_linear_loss(outputs: torch.Tensor, targets: torch.Tensor) -> torch
     return -(targets.reshape(-1).to(outputs.dtype) * outputs.reshape(len(targets), -1)[:, 0])
 
 
+def _setting_mode(mode: str | None, credit: str | None, max_grad_norm: float | str | None,
+                  clip_norm: float) -> tuple[str, float | str, str]:
+    """(credit, max_grad_norm, label) of a :data:`SETTING_MODES` name, or of the explicit
+    ``credit``/``max_grad_norm`` (labelled by the mode they match, if any)."""
+    if mode is not None:
+        if mode not in SETTING_MODES:
+            raise ValueError(f"`mode` must be one of {tuple(SETTING_MODES)}. Found {mode!r}.")
+        if credit is not None or max_grad_norm is not None:
+            raise ValueError(f"Give either `mode` or `credit`/`max_grad_norm`. Found "
+                             f"mode={mode!r}, credit={credit!r}, "
+                             f"max_grad_norm={max_grad_norm!r}.")
+        credit, max_grad_norm = SETTING_MODES[mode]
+        if max_grad_norm == "fixed":
+            max_grad_norm = check_positive_float(clip_norm, "clip_norm")
+        label = mode
+    else:
+        credit = "none" if credit is None else credit
+        max_grad_norm = "certified" if max_grad_norm is None else max_grad_norm
+        label = next((k for k, v in SETTING_MODES.items()
+                      if v == (credit, max_grad_norm)
+                      or (v == (credit, "fixed") and not isinstance(max_grad_norm, str))),
+                     f"credit={credit}, max_grad_norm={max_grad_norm}")
+    return credit, max_grad_norm, label
+
+
+def _model_factory(circuit: Callable, q_dep: float, shots: int, theta: float,
+                   use_recorder: bool) -> Callable[[int], tuple[qml.qnn.TorchLayer, dict]]:
+    """``make_model(device_seed)`` of :func:`audit_one_step`: the setting's one-qubit layer at
+    θ (with a shot recorder for a credit mode, and the proven variance floor with device
+    noise)."""
+
+    def make_model(device_seed: int) -> tuple[qml.qnn.TorchLayer, dict[str, Any]]:
+        dev = qml.device("default.mixed" if q_dep else "default.qubit", wires=1,
+                         seed=device_seed)
+        recorder = ShotRecorder() if use_recorder else None
+        qnode = qml.QNode(circuit, dev, interface="torch", diff_method=param_shift,
+                          gradient_kwargs={"recorder": recorder} if recorder else {})
+        qnode = qml.set_shots(qnode, shots=shots)
+        layer = qml.qnn.TorchLayer(qnode, {"weights": (1,)}).double()
+        with torch.no_grad():
+            layer.weights.fill_(theta)
+        extra: dict[str, Any] = {"recorder": recorder} if recorder is not None else {}
+        if q_dep:
+            from qprldp_core import certify_device
+
+            cert = certify_device(qnode, epsilon=1.0,
+                                  args=(torch.zeros(1, dtype=torch.float64),
+                                        torch.zeros(1, dtype=torch.float64)))
+            extra.update(variance_floor=float(cert.variance_floor),
+                         variance_floor_source="proven")
+        return layer, extra
+
+    return make_model
+
+
 def audit_setting(mode: str | None = None, *, credit: str | None = None,
                   max_grad_norm: float | str | None = None,
                   shots: int = 2, trials: int = 2000, seed: int = 0, theta: float = 0.3,
@@ -160,24 +215,7 @@ def audit_setting(mode: str | None = None, *, credit: str | None = None,
         >>> r.verdict, r.epsilon_lower_bound <= r.claimed_epsilon, r.settings["canary_label"]
         ('not refuted', True, 4.0)
     """
-    if mode is not None:
-        if mode not in SETTING_MODES:
-            raise ValueError(f"`mode` must be one of {tuple(SETTING_MODES)}. Found {mode!r}.")
-        if credit is not None or max_grad_norm is not None:
-            raise ValueError(f"Give either `mode` or `credit`/`max_grad_norm`. Found "
-                             f"mode={mode!r}, credit={credit!r}, "
-                             f"max_grad_norm={max_grad_norm!r}.")
-        credit, max_grad_norm = SETTING_MODES[mode]
-        if max_grad_norm == "fixed":
-            max_grad_norm = check_positive_float(clip_norm, "clip_norm")
-        label = mode
-    else:
-        credit = "none" if credit is None else credit
-        max_grad_norm = "certified" if max_grad_norm is None else max_grad_norm
-        label = next((k for k, v in SETTING_MODES.items()
-                      if v == (credit, max_grad_norm)
-                      or (v == (credit, "fixed") and not isinstance(max_grad_norm, str))),
-                     f"credit={credit}, max_grad_norm={max_grad_norm}")
+    credit, max_grad_norm, label = _setting_mode(mode, credit, max_grad_norm, clip_norm)
     shots = check_positive_int(shots, "shots")
     theta = float(theta)
     num_examples = check_positive_int(num_examples, "num_examples")
@@ -201,26 +239,7 @@ def audit_setting(mode: str | None = None, *, credit: str | None = None,
     circuit = _setting_circuit(q_dep)
     use_recorder = credit not in ("none",) and credit is not None
 
-    def make_model(device_seed: int) -> tuple[qml.qnn.TorchLayer, dict[str, Any]]:
-        dev = qml.device("default.mixed" if q_dep else "default.qubit", wires=1,
-                         seed=device_seed)
-        recorder = ShotRecorder() if use_recorder else None
-        qnode = qml.QNode(circuit, dev, interface="torch", diff_method=param_shift,
-                          gradient_kwargs={"recorder": recorder} if recorder else {})
-        qnode = qml.set_shots(qnode, shots=shots)
-        layer = qml.qnn.TorchLayer(qnode, {"weights": (1,)}).double()
-        with torch.no_grad():
-            layer.weights.fill_(theta)
-        extra: dict[str, Any] = {"recorder": recorder} if recorder is not None else {}
-        if q_dep:
-            from qprldp_core import certify_device
-
-            cert = certify_device(qnode, epsilon=1.0,
-                                  args=(torch.zeros(1, dtype=torch.float64),
-                                        torch.zeros(1, dtype=torch.float64)))
-            extra.update(variance_floor=float(cert.variance_floor),
-                         variance_floor_source="proven")
-        return layer, extra
+    make_model = _model_factory(circuit, q_dep, shots, theta, use_recorder)
 
     n = num_examples
     xs = torch.full((n, 1), -theta, dtype=torch.float64)

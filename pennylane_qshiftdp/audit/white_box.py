@@ -88,6 +88,68 @@ def _split_claim(out):
             None if credited is None else float(credited))
 
 
+def _run_trials(release: Callable, worlds: tuple, seeds: np.ndarray, trials: int,
+                progress: Callable | None) -> tuple:
+    """Run ``release`` on both worlds for every trial: (releases per world, failed per world,
+    errors, claimed ε, credited ε, warning messages, the release's size or ``None``)."""
+    rels: list[list] = [[], []]
+    failed: list[list[bool]] = [[], []]
+    errors: list[str] = []
+    claims, credited = [], []
+    caught: list[str] = []
+    width = None
+    for t in range(trials):
+        for w in (0, 1):
+            where = "D" if w == 0 else "D'"
+            try:
+                with warnings.catch_warnings(record=True) as ws:
+                    warnings.simplefilter("always")
+                    rel, eps, cred = _split_claim(release(worlds[w], int(seeds[w, t])))
+                caught.extend(str(x.message) for x in ws)
+            except Exception as err:  # noqa: BLE001 - a crash is a finding, not an exception
+                errors.append(f"{type(err).__name__} on {where}: {err}")
+                rels[w].append(None)
+                failed[w].append(True)
+                continue
+            if width is not None and rel.size != width:
+                errors.append(f"release of size {rel.size} (not {width}) on {where}")
+                rels[w].append(None)
+                failed[w].append(True)
+                continue
+            width = rel.size
+            bad = not np.all(np.isfinite(rel))
+            if bad:
+                errors.append(f"non-finite release on {where}")
+            rels[w].append(rel)
+            failed[w].append(bad)
+            if eps is not None:
+                claims.append(eps)
+            if cred is not None:
+                credited.append(cred)
+        if progress is not None:
+            progress(t + 1, trials)
+    return rels, failed, errors, claims, credited, caught, width
+
+
+def _canary_direction(rel_d: np.ndarray, rel_dp: np.ndarray, fail_d: np.ndarray,
+                      fail_dp: np.ndarray, width: int,
+                      canary_direction: ArrayLike | None) -> np.ndarray:
+    """The given direction, or the difference of the worlds' mean releases over the first
+    quarter of the trials (all ones if that is zero or not finite)."""
+    trials = len(fail_d)
+    sel = max(1, trials // 4)
+    if canary_direction is None:
+        ok_d, ok_dp = ~fail_d[:sel], ~fail_dp[:sel]
+        direction = np.zeros(width)
+        if ok_d.any() and ok_dp.any():
+            direction = rel_dp[:sel][ok_dp].mean(axis=0) - rel_d[:sel][ok_d].mean(axis=0)
+        if not np.any(direction) or not np.all(np.isfinite(direction)):
+            direction = np.ones(width)
+    else:
+        direction = np.asarray(canary_direction, dtype=float).reshape(-1)
+    return direction
+
+
 def audit_release(release: Callable, dataset: object, dataset_with_canary: object, *,
                   delta: float, trials: int = 2000, seed: int = 0,
                   claimed_epsilon: float | None = None, target_epsilon: float | None = None,
@@ -150,43 +212,8 @@ def audit_release(release: Callable, dataset: object, dataset_with_canary: objec
     delta = check_delta(delta, "delta")
     confidence = check_probability(confidence, "confidence", open_low=True, open_high=True)
     seeds = _world_seeds(seed, trials)
-    rels: list[list] = [[], []]
-    failed: list[list[bool]] = [[], []]
-    errors: list[str] = []
-    claims, credited = [], []
-    caught: list[str] = []
-    width = None
-    worlds = (dataset, dataset_with_canary)
-    for t in range(trials):
-        for w in (0, 1):
-            where = "D" if w == 0 else "D'"
-            try:
-                with warnings.catch_warnings(record=True) as ws:
-                    warnings.simplefilter("always")
-                    rel, eps, cred = _split_claim(release(worlds[w], int(seeds[w, t])))
-                caught.extend(str(x.message) for x in ws)
-            except Exception as err:  # noqa: BLE001 - a crash is a finding, not an exception
-                errors.append(f"{type(err).__name__} on {where}: {err}")
-                rels[w].append(None)
-                failed[w].append(True)
-                continue
-            if width is not None and rel.size != width:
-                errors.append(f"release of size {rel.size} (not {width}) on {where}")
-                rels[w].append(None)
-                failed[w].append(True)
-                continue
-            width = rel.size
-            bad = not np.all(np.isfinite(rel))
-            if bad:
-                errors.append(f"non-finite release on {where}")
-            rels[w].append(rel)
-            failed[w].append(bad)
-            if eps is not None:
-                claims.append(eps)
-            if cred is not None:
-                credited.append(cred)
-        if progress is not None:
-            progress(t + 1, trials)
+    rels, failed, errors, claims, credited, caught, width = _run_trials(
+        release, (dataset, dataset_with_canary), seeds, trials, progress)
     if claimed_epsilon is not None:
         claims.append(float(check_epsilon(claimed_epsilon, "claimed_epsilon")))
     if not claims and not all(failed[0] + failed[1]):
@@ -197,16 +224,7 @@ def audit_release(release: Callable, dataset: object, dataset_with_canary: objec
     rel_d, rel_dp = (np.stack([np.full(width, np.nan) if r is None else r for r in rs])
                      for rs in rels)
     fail_d, fail_dp = np.array(failed[0]), np.array(failed[1])
-    sel = max(1, trials // 4)
-    if canary_direction is None:
-        ok_d, ok_dp = ~fail_d[:sel], ~fail_dp[:sel]
-        direction = np.zeros(width)
-        if ok_d.any() and ok_dp.any():
-            direction = rel_dp[:sel][ok_dp].mean(axis=0) - rel_d[:sel][ok_d].mean(axis=0)
-        if not np.any(direction) or not np.all(np.isfinite(direction)):
-            direction = np.ones(width)
-    else:
-        direction = np.asarray(canary_direction, dtype=float).reshape(-1)
+    direction = _canary_direction(rel_d, rel_dp, fail_d, fail_dp, width, canary_direction)
     scorers = {"projection": lambda r: projection_score(r, direction)}
     scorers.update(scores or {})
     a = analyse_releases(rel_d, rel_dp, scorers=scorers, delta=delta, confidence=confidence,

@@ -223,6 +223,66 @@ def _perturbed(split, rng):
     return weights, data
 
 
+def _parameter_bounds(tape, ranges) -> np.ndarray:
+    """b_im: the bound of ∂⟨O_m⟩/∂φ_i for every tape parameter i and measurement m (the shift
+    rule of each measurement's light cone; ``ranges``: the observables' [lo, hi])."""
+    measurements = tape.measurements
+    b = np.zeros((len(measurements), len(tape.trainable_params)))
+    for m, (mp, (lo, hi)) in enumerate(zip(measurements, ranges, strict=True)):
+        coeffs = shift_rule_coefficients(
+            tape.copy(measurements=[mp], trainable_params=tape.trainable_params)
+        )
+        l1 = np.abs(coeffs).sum(axis=1)
+        balanced = np.abs(coeffs.sum(axis=1)) <= _COEFF_SUM_ATOL
+        b[m] = np.where(balanced, (hi - lo) / 2.0, max(abs(lo), abs(hi))) * l1
+    return b
+
+
+def _jacobian_support(qnode, split, jac: np.ndarray, seed) -> tuple[np.ndarray, str | None]:
+    """Where the classical Jacobian is non-zero at ``jac`` or any of the probes of random
+    weights and data, and what it varies with (``"the input data"``, ``"the weights"`` or
+    ``None``)."""
+    rng = np.random.default_rng(seed)
+    support = np.abs(jac) > 0
+    varies = None
+    for _ in range(_JACOBIAN_PROBES):
+        w_p, data_p = _perturbed(split, rng)
+        override: dict
+        for override in (data_p, {}):
+            jac_p = _classical_jacobian(qnode, split, w_p if not override else split.weights,
+                                        override)
+            if jac_p.shape != jac.shape or not np.allclose(jac_p, jac, atol=_JACOBIAN_ATOL):
+                varies = "the input data" if override else "the weights"
+            if jac_p.shape == jac.shape:
+                support |= np.abs(jac_p) > 0
+    return support, varies
+
+
+def _abs_jacobian(jac: np.ndarray, support: np.ndarray, varies: str | None,
+                  jacobian_bound) -> np.ndarray:
+    """|∂φ_i/∂θ_k|: the classical Jacobian's where it is constant, else ``jacobian_bound``
+    (a scalar on the Jacobian's support, or an array of its shape)."""
+    if jacobian_bound is None:
+        if varies is not None:
+            raise SensitivityError(
+                f"The classical Jacobian from the trainable weights to the gate parameters "
+                f"depends on {varies} (e.g. RX(w * x) or RX(w ** 2)), so the gradient has no "
+                f"data-independent bound. Pass `jacobian_bound` with a bound on "
+                f"|∂φ_i/∂θ_k| that holds for every input, or use separate gates for data and "
+                f"weights: RX(x) RX(w)."
+            )
+        return np.abs(jac)
+    bound = np.asarray(jacobian_bound, dtype=float)
+    if bound.ndim == 0:
+        bound = np.where(support, float(bound), 0.0)
+    if bound.shape != jac.shape or not np.all(np.isfinite(bound)) or np.any(bound < 0):
+        raise ValueError(
+            f"`jacobian_bound` must be a finite non-negative scalar or an array of shape "
+            f"{jac.shape}. Found shape {bound.shape}."
+        )
+    return bound
+
+
 def sensitivity(qnode: qml.QNode, *args: Any, loss: BoundedLoss | None = None,
                 adjacency: str = "add_remove", jacobian_bound: ArrayLike | None = None,
                 seed: int = 0, **kwargs: Any) -> Sensitivity:
@@ -296,14 +356,7 @@ def sensitivity(qnode: qml.QNode, *args: Any, loss: BoundedLoss | None = None,
 
     # b_im: per tape parameter and measurement (light cone per measurement).
     num_params = len(tape.trainable_params)
-    b = np.zeros((len(measurements), num_params))
-    for m, (mp, (lo, hi)) in enumerate(zip(measurements, ranges, strict=True)):
-        coeffs = shift_rule_coefficients(
-            tape.copy(measurements=[mp], trainable_params=tape.trainable_params)
-        )
-        l1 = np.abs(coeffs).sum(axis=1)
-        balanced = np.abs(coeffs.sum(axis=1)) <= _COEFF_SUM_ATOL
-        b[m] = np.where(balanced, (hi - lo) / 2.0, max(abs(lo), abs(hi))) * l1
+    b = _parameter_bounds(tape, ranges)
 
     # Classical Jacobian and its data (in)dependence.
     jac = _classical_jacobian(qnode, split, split.weights)
@@ -312,39 +365,8 @@ def sensitivity(qnode: qml.QNode, *args: Any, loss: BoundedLoss | None = None,
             f"Internal mismatch: {jac.shape[0]} differentiable gate parameters but "
             f"{num_params} trainable tape parameters."
         )
-    rng = np.random.default_rng(seed)
-    support = np.abs(jac) > 0
-    varies = None
-    for _ in range(_JACOBIAN_PROBES):
-        w_p, data_p = _perturbed(split, rng)
-        override: dict
-        for override in (data_p, {}):
-            jac_p = _classical_jacobian(qnode, split, w_p if not override else split.weights,
-                                        override)
-            if jac_p.shape != jac.shape or not np.allclose(jac_p, jac, atol=_JACOBIAN_ATOL):
-                varies = "the input data" if override else "the weights"
-            if jac_p.shape == jac.shape:
-                support |= np.abs(jac_p) > 0
-    if jacobian_bound is None:
-        if varies is not None:
-            raise SensitivityError(
-                f"The classical Jacobian from the trainable weights to the gate parameters "
-                f"depends on {varies} (e.g. RX(w * x) or RX(w ** 2)), so the gradient has no "
-                f"data-independent bound. Pass `jacobian_bound` with a bound on "
-                f"|∂φ_i/∂θ_k| that holds for every input, or use separate gates for data and "
-                f"weights: RX(x) RX(w)."
-            )
-        abs_jac = np.abs(jac)
-    else:
-        bound = np.asarray(jacobian_bound, dtype=float)
-        if bound.ndim == 0:
-            bound = np.where(support, float(bound), 0.0)
-        if bound.shape != jac.shape or not np.all(np.isfinite(bound)) or np.any(bound < 0):
-            raise ValueError(
-                f"`jacobian_bound` must be a finite non-negative scalar or an array of shape "
-                f"{jac.shape}. Found shape {bound.shape}."
-            )
-        abs_jac = bound
+    support, varies = _jacobian_support(qnode, split, jac, seed)
+    abs_jac = _abs_jacobian(jac, support, varies, jacobian_bound)
 
     weight_bounds = b @ abs_jac  # (M, K)
     measurement_bounds = np.sqrt((weight_bounds**2).sum(axis=1))
