@@ -10,7 +10,10 @@ r"""The default job against a non-private reference training, whole process, alt
   wall time from start to exit.
 
 The two alternate for ``--rounds`` rounds; the reported ratio is the median of the per-round
-ratios private / reference (a ratio below 1 means the private job is faster).
+ratios private / reference (a ratio below 1 means the private job is faster). Each run's wall
+time and CPU time (user + system over all its threads, ``getrusage`` of the child) are printed
+with the 1-minute load average before and after it (2.0 keeps both cores of a 2-core machine
+busy: wall time above CPU time means the job waited for a core).
 
 Usage::
 
@@ -21,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -70,12 +75,22 @@ def _reference(epochs: int | None) -> None:
     print(json.dumps({"test_accuracy": acc}))
 
 
-def _timed(cmd) -> float:
+def _timed(cmd) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system, all its threads) of one child process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd} failed:\n{proc.stderr[-3000:]}")
-    return time.perf_counter() - t0
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def _load() -> float:
+    """The 1-minute load average (2.0 keeps both cores of the project's machine busy)."""
+    return os.getloadavg()[0]
 
 
 def main(argv=None) -> int:
@@ -94,19 +109,31 @@ def main(argv=None) -> int:
     extra = [] if args.epochs is None else ["--epochs", str(args.epochs)]
     rows = []
     for r in range(args.rounds):
+        load = _load()
         with tempfile.TemporaryDirectory() as tmp:
-            private = _timed([sys.executable, "-m", "pennylane_qshiftdp.app.cli", "train",
-                              "--output-dir", str(Path(tmp) / "run"), *extra])
-        reference = _timed([sys.executable, str(Path(__file__).resolve()), "--reference",
-                            *extra])
-        rows.append({"round": r, "private_s": private, "reference_s": reference,
-                     "ratio": private / reference})
-        print(f"round {r}: private {private:.1f} s, reference {reference:.1f} s, ratio "
-              f"{private / reference:.3f}", flush=True)
+            private, private_cpu = _timed([sys.executable, "-m", "pennylane_qshiftdp.app.cli",
+                                           "train", "--output-dir", str(Path(tmp) / "run"),
+                                           *extra])
+        reference, reference_cpu = _timed([sys.executable, str(Path(__file__).resolve()),
+                                           "--reference", *extra])
+        rows.append({"round": r, "private_s": private, "private_cpu_s": private_cpu,
+                     "reference_s": reference, "reference_cpu_s": reference_cpu,
+                     "ratio": private / reference, "load_before": load,
+                     "load_after": _load()})
+        print(f"round {r} (load {load:.2f} -> {rows[-1]['load_after']:.2f}): private "
+              f"{private:.1f} s wall, {private_cpu:.1f} s CPU; reference {reference:.1f} s "
+              f"wall, {reference_cpu:.1f} s CPU; ratio {private / reference:.3f}", flush=True)
     ratios = [row["ratio"] for row in rows]
     summary = {"epochs": args.epochs or "default (10)", "rounds": rows,
                "median_ratio": statistics.median(ratios), "min_ratio": min(ratios),
-               "max_ratio": max(ratios)}
+               "max_ratio": max(ratios),
+               "median_private_s": statistics.median(row["private_s"] for row in rows),
+               "median_private_cpu_s": statistics.median(row["private_cpu_s"] for row in rows),
+               "load": [min(row["load_before"] for row in rows),
+                        max(row["load_after"] for row in rows)]}
+    print(f"the default job: {summary['median_private_s']:.1f} s wall, "
+          f"{summary['median_private_cpu_s']:.1f} s CPU (medians; load average "
+          f"{summary['load'][0]:.2f}-{summary['load'][1]:.2f})")
     print(f"median ratio private / reference: {summary['median_ratio']:.3f} "
           f"(range {summary['min_ratio']:.3f}-{summary['max_ratio']:.3f})")
     if args.out:
