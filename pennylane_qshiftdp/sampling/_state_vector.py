@@ -446,9 +446,16 @@ def simulate_shifts(template, spec, measurements, rows: slice) -> tuple | None:
     # The sweep: block 0 the forward state, then one χ per shifted angle in the light cone.
     # Runs of one-qubit gates stay fused: a G inserted inside a run, before the run's
     # remaining product S, is the same as S G S† after the whole run, so every χ of a run is
-    # spawned from the forward state once the fused run has been applied.
+    # spawned from the forward state once the fused run has been applied. The pending runs of
+    # all wires are applied together, before any of their χ is spawned (gates on different
+    # wires commute): a layer's rotations act on the blocks alive before the layer only, not
+    # on the χ's the layer spawns. CNOT and CZ are not applied one by one but composed into one
+    # pending signed permutation of the basis (a layer's ring of CNOTs: one gather instead of
+    # one strided swap per gate), applied when the next one-qubit run or another gate needs
+    # the state, and folded into the readout of ``probs`` (a basis permutation only relabels
+    # the outcomes).
     # Two buffers with room for every block; the blocks in use are a prefix of the current
-    # one (``active``), and a one-qubit gate writes into the other buffer.
+    # one (``active``), and a one-qubit gate or a permutation writes into the other buffer.
     capacity = 1 + len(shifted)
     buffers = [np.zeros((capacity, n_rows, *([2] * n)), dtype=np.complex128),
                np.empty((capacity, n_rows, *([2] * n)), dtype=np.complex128)]
@@ -456,32 +463,44 @@ def simulate_shifts(template, spec, measurements, rows: slice) -> tuple | None:
     active = 1
     order: dict = {}  # tape parameter -> block index
     pending: dict = {}  # wire -> [("m", matrix) | ("g", parameter, Pauli)] in circuit order
+    perm = _SignedPermutation(n)  # CNOTs and CZs not yet applied (after the applied gates)
 
-    def flush(w):
-        nonlocal active
-        run = pending.pop(w, None)
-        if not run:
+    def materialize():
+        if perm.identity:
             return
-        mats = [e[1] for e in run if e[0] == "m"]
-        if mats:
-            total = mats[0]
-            for m in mats[1:]:
-                total = matmul_2x2(m, total)
-            one_qubit(buffers[0][:active], total, w, out=buffers[1][:active])
-            buffers.reverse()
-        rest = np.eye(2, dtype=complex)  # the product of the run's matrices after an entry
-        spawns = []
-        for entry in reversed(run):
-            if entry[0] == "m":
-                rest = matmul_2x2(rest, entry[1])
-            else:
-                moved = matmul_2x2(matmul_2x2(rest, entry[2]),
-                                   np.conj(np.swapaxes(rest, -1, -2)))
-                spawns.append((entry[1], moved))
-        for param, moved in reversed(spawns):
-            order[param] = active
-            one_qubit(buffers[0][:1], moved, w, out=buffers[0][active:active + 1])
-            active += 1
+        perm.apply(buffers[0][:active], buffers[1][:active])
+        buffers.reverse()
+        perm.reset()
+
+    def flush_all():
+        nonlocal active
+        runs = [(w, pending.pop(w)) for w in sorted(pending)]
+        runs = [(w, run) for w, run in runs if run]
+        if not runs:
+            return
+        materialize()  # the pending permutation came before these runs
+        for w, run in runs:
+            mats = [e[1] for e in run if e[0] == "m"]
+            if mats:
+                total = mats[0]
+                for m in mats[1:]:
+                    total = matmul_2x2(m, total)
+                one_qubit(buffers[0][:active], total, w, out=buffers[1][:active])
+                buffers.reverse()
+        for w, run in runs:
+            rest = np.eye(2, dtype=complex)  # the product of the run's matrices after an entry
+            spawns = []
+            for entry in reversed(run):
+                if entry[0] == "m":
+                    rest = matmul_2x2(rest, entry[1])
+                else:
+                    moved = matmul_2x2(matmul_2x2(rest, entry[2]),
+                                       np.conj(np.swapaxes(rest, -1, -2)))
+                    spawns.append((entry[1], moved))
+            for param, moved in reversed(spawns):
+                order[param] = active
+                one_qubit(buffers[0][:1], moved, w, out=buffers[0][active:active + 1])
+                active += 1
 
     for op, data, sliced in gates:
         mapped = [wire_map[w] for w in op.wires]
@@ -502,22 +521,28 @@ def simulate_shifts(template, spec, measurements, rows: slice) -> tuple | None:
                 if param in shifted:
                     run.append(("g", param, PAULI_MATRICES[axis]))
             continue
-        for w in mapped:
-            flush(w)
+        if any(pending.get(w) for w in mapped):
+            flush_all()
         if op.name in ("CNOT", "CZ"):
-            _controlled_flip(buffers[0][:active], op.name, *mapped, inplace=True)
+            perm.compose(op.name, *mapped)
             continue
+        flush_all()
+        materialize()
         gate = qml.ops.functions.bind_new_parameters(op, data) if sliced else op
         if gate.batch_size != (n_rows if sliced else None):
             return None  # the rebound gate does not broadcast (as merged_tapes declines it)
         buffers[0][:active] = apply_gate(gate.map_wires(wire_map), buffers[0][:active])
-    for w in list(pending):
-        flush(w)
+    flush_all()
+    mapped_mps = [mp.map_wires(wire_map) for mp in mps]
+    if not perm.identity and not all(isinstance(mp, ProbabilityMP) and not
+                                     mp.diagonalizing_gates() for mp in mapped_mps):
+        materialize()
+    readout = None if perm.identity else perm
 
     psi, chis = buffers[0][:1], buffers[0][1:active]
     values = []
-    for mp in mps:
-        q_psi, q_chi, cross = _quadratic_forms(mp.map_wires(wire_map), psi, chis)
+    for mp in mapped_mps:
+        q_psi, q_chi, cross = _quadratic_forms(mp, psi, chis, readout)
         rows_out = []
         for s in spec:
             if s is None or s[0] not in order:
@@ -529,16 +554,81 @@ def simulate_shifts(template, spec, measurements, rows: slice) -> tuple | None:
     return values, broadcast or bool(order)
 
 
-def _quadratic_forms(mp, psi: np.ndarray, chis: np.ndarray):
+class _SignedPermutation:
+    """A product of CNOTs and CZs on ``n`` qubits as one signed permutation of the 2^n basis
+    states: the state after them is ``sign * stored[..., source]`` (flat basis index; qubit 0
+    the most significant bit, as in the ``(K, B, 2, ..., 2)`` layout)."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.reset()
+
+    def reset(self) -> None:
+        self.source: np.ndarray | None = None
+        self.sign: np.ndarray | None = None
+
+    @property
+    def identity(self) -> bool:
+        return self.source is None and self.sign is None
+
+    def compose(self, name: str, control: int, target: int) -> None:
+        """Follow the permutation by CNOT or CZ on ``(control, target)``."""
+        index = np.arange(2 ** self.n)
+        c_bit = (index >> (self.n - 1 - control)) & 1
+        if name == "CNOT":
+            # after[i] = before[i ^ (c(i) << t)]: compose the sources (and signs)
+            flipped = index ^ (c_bit << (self.n - 1 - target))
+            self.source = flipped if self.source is None else self.source[flipped]
+            if self.sign is not None:
+                self.sign = self.sign[flipped]
+        else:
+            t_bit = (index >> (self.n - 1 - target)) & 1
+            flip = 1.0 - 2.0 * (c_bit & t_bit)
+            self.sign = flip if self.sign is None else self.sign * flip
+
+    def apply(self, states: np.ndarray, out: np.ndarray) -> None:
+        """The permuted ``states`` ``(K, B, 2, ..., 2)`` into ``out`` (same shape)."""
+        k, b = states.shape[:2]
+        flat = states.reshape(k * b, -1)
+        dest = out.reshape(k * b, -1)
+        if self.source is not None:
+            np.take(flat, self.source, axis=1, out=dest)
+        else:
+            dest[...] = flat
+        if self.sign is not None:
+            dest *= self.sign
+
+    def outcome_matrix(self, wires: list[int]) -> np.ndarray:
+        """``(2^n, 2^m)`` 0/1 matrix: stored basis state j counts for outcome o of ``wires``
+        (in their order) of the permuted state. Signs do not change probabilities."""
+        size = 2 ** self.n
+        after = np.arange(size)
+        if self.source is not None:
+            inverse = np.empty(size, dtype=np.int64)
+            inverse[self.source] = after  # stored j sits at permuted index inverse[j]
+            after = inverse
+        outcome = np.zeros(size, dtype=np.int64)
+        for w in wires:
+            outcome = 2 * outcome + ((after >> (self.n - 1 - w)) & 1)
+        onehot = np.zeros((size, 2 ** len(wires)))
+        onehot[np.arange(size), outcome] = 1.0
+        return onehot
+
+
+def _quadratic_forms(mp, psi: np.ndarray, chis: np.ndarray,
+                     readout: _SignedPermutation | None = None):
     """For the measurement ``mp``: its value on ``psi`` ``(1, B, 2, ..., 2)``, on each state of
-    ``chis`` ``(K, B, 2, ..., 2)``, and ``Im⟨χ|Q|ψ⟩`` per χ (per outcome for ``probs``)."""
+    ``chis`` ``(K, B, 2, ..., 2)``, and ``Im⟨χ|Q|ψ⟩`` per χ (per outcome for ``probs``); with
+    ``readout`` (``probs`` without diagonalizing gates only), of the states permuted by it."""
     k, b = chis.shape[:2]
     if isinstance(mp, ProbabilityMP):
+        wires = [int(w) for w in mp.wires]
+        if readout is not None:
+            return _permuted_probability_forms(psi, chis, readout.outcome_matrix(wires))
         if mp.obs is not None:  # probabilities in the observable's eigenbasis: rotate first
             for gate in mp.diagonalizing_gates():
                 psi = apply_gate(gate, psi)
                 chis = apply_gate(gate, chis) if k else chis
-        wires = [int(w) for w in mp.wires]
         p_psi = _marginal(np.abs(psi[0]) ** 2, wires)
         if k == 0:
             empty = np.zeros((0, b, p_psi.shape[1]))
@@ -559,3 +649,25 @@ def _quadratic_forms(mp, psi: np.ndarray, chis: np.ndarray):
     q_chi = np.einsum("kbi,kbi->kb", c, o_chi).real
     cross = np.einsum("kbi,bi->kb", c, o_psi).imag
     return q_psi, q_chi, cross
+
+
+def _permuted_probability_forms(psi: np.ndarray, chis: np.ndarray, onehot: np.ndarray):
+    """:func:`_quadratic_forms` of ``probs`` for stored states whose basis state j counts for
+    the outcomes ``onehot[j]`` (a pending permutation folded into the readout): sums over
+    the real and imaginary parts (interleaved in memory) as matrix products."""
+    k, b = chis.shape[:2]
+    size = onehot.shape[0]
+    pairs = np.repeat(onehot, 2, axis=0)  # (2·size, outcomes): one row per real component
+    ket = psi.reshape(b, size).view(np.float64)  # (B, 2·size): re, im, re, im, ...
+    p_psi = (ket * ket) @ pairs
+    if k == 0:
+        empty = np.zeros((0, b, onehot.shape[1]))
+        return p_psi, empty, empty
+    flat = chis.reshape(k, b, size).view(np.float64)
+    p_chi = (flat * flat) @ pairs
+    # Im(conj(χ) ψ) = Re χ · Im ψ − Im χ · Re ψ: per batch row, χ's components against ψ's
+    # (swapped, one negated), summed per outcome
+    weights = np.empty_like(ket)
+    weights[:, 0::2], weights[:, 1::2] = ket[:, 1::2], -ket[:, 0::2]
+    cross = np.matmul(flat.transpose(1, 0, 2), weights[:, :, None] * pairs).transpose(1, 0, 2)
+    return p_psi, p_chi, cross

@@ -133,7 +133,7 @@ def _check_against_pennylane(template, offsets, kernel: str):
     (the next route: merged circuits, built or stacked) counts."""
     from pennylane_qshiftdp.sampling import exact_law
 
-    dev = qml.device("default.qubit", wires=3)
+    dev = qml.device("default.qubit", wires=max(3, len(template.wires)))
     used = []
     real = getattr(exact_law, kernel)
 
@@ -329,3 +329,74 @@ def test_shifted_rows_split_between_threads_give_the_same_values_bit_for_bit(see
     """The suffix evolutions split between threads: the same values, bit for bit."""
     template = _rotation_tape(seed, 3, 5, SHIFT_MEASUREMENTS["expval product, Hermitian"]())
     _assert_threads_change_nothing(template, _shift_offsets(template, seed), 2, monkeypatch)
+
+
+def _layered_tape(seed: int, n: int, batch: int | None, measurements, *, end_with_ring: bool):
+    """Layers as StronglyEntanglingLayers builds them (a Rot on every wire, then a ring of
+    CNOTs of some range), with a CZ or a fixed gate here and there, after a broadcast data
+    rotation on every wire; ending with a ring (a permutation pending at the readout) or with
+    one-qubit gates."""
+    rng = np.random.default_rng(seed)
+    shape = () if batch is None else (batch,)
+    ops = [qml.RY(rng.uniform(-3, 3, shape), w) for w in range(n)]
+    for layer in range(3):
+        ops += [qml.Rot(*rng.uniform(-3, 3, 3), w) for w in range(n)]
+        r = 1 + layer % (n - 1)
+        for w in range(n):
+            ops.append(qml.CZ([w, (w + r) % n]) if rng.random() < 0.2
+                       else qml.CNOT([w, (w + r) % n]))
+        if rng.random() < 0.5:
+            ops.append(qml.Hadamard(int(rng.integers(n))))
+    if not end_with_ring:
+        ops += [qml.RX(rng.uniform(-3, 3), w) for w in range(n)]
+    return qml.tape.QuantumScript(ops, measurements, shots=None)
+
+
+LAYERED_MEASUREMENTS = {
+    "probs one wire": lambda: [qml.probs(wires=[0])],
+    "probs subset reversed": lambda: [qml.probs(wires=[3, 1])],
+    "probs of Z, expval": lambda: [qml.probs(op=qml.Z(0)), qml.expval(qml.Z(2) @ qml.X(1))],
+    "probs in a Pauli basis": lambda: [qml.probs(op=qml.X(1))],
+}
+
+
+@pytest.mark.parametrize("end_with_ring", [True, False])
+@pytest.mark.parametrize("batch", [None, 3])
+@pytest.mark.parametrize("which", sorted(LAYERED_MEASUREMENTS))
+@pytest.mark.parametrize("seed", range(2))
+def test_layered_shifted_circuits_equal_each_circuit_run_by_pennylane(seed, which, batch,
+                                                                      end_with_ring):
+    """Layered circuits (a layer's rotations applied together, its CNOT and CZ ring composed
+    into one permutation and, before ``probs`` in the computational basis, folded into the
+    readout): every shifted circuit's values equal PennyLane's execution of it (1e-12)."""
+    template = _layered_tape(seed, 4, batch, LAYERED_MEASUREMENTS[which](),
+                             end_with_ring=end_with_ring)
+    _check_against_pennylane(template, _shift_offsets(template, seed), "simulate_shifts")
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_signed_permutation_is_the_cnot_and_cz_product(seed):
+    """A random product of CNOTs and CZs composed into one signed permutation: applied, the
+    state PennyLane's simulation gives; folded into a readout, its marginals."""
+    from pennylane.devices.qubit import apply_operation
+
+    from pennylane_qshiftdp.sampling._state_vector import _SignedPermutation
+
+    rng = np.random.default_rng(seed)
+    n = 4
+    state = rng.normal(size=(2,) * n) + 1j * rng.normal(size=(2,) * n)
+    perm, expected = _SignedPermutation(n), state
+    for _ in range(12):
+        c, t = (int(w) for w in rng.choice(n, 2, replace=False))
+        name = "CNOT" if rng.random() < 0.6 else "CZ"
+        perm.compose(name, c, t)
+        expected = apply_operation(getattr(qml, name)([c, t]), expected)
+    out = np.empty((1, 1, *state.shape), dtype=complex)
+    perm.apply(state[None, None], out)
+    np.testing.assert_allclose(out[0, 0], expected, atol=1e-14)
+    for wires in ([0], [3, 1], [2, 0, 1]):
+        got = (np.abs(state.reshape(-1)) ** 2) @ perm.outcome_matrix(wires)
+        probs = np.abs(expected) ** 2
+        kept = probs.sum(axis=tuple(w for w in range(n) if w not in wires))
+        want = np.transpose(kept, [sorted(wires).index(w) for w in wires]).reshape(-1)
+        np.testing.assert_allclose(got, want, atol=1e-14)
