@@ -360,16 +360,18 @@ LAYERED_MEASUREMENTS = {
 }
 
 
+@pytest.mark.parametrize("n", [4, 6])
 @pytest.mark.parametrize("end_with_ring", [True, False])
 @pytest.mark.parametrize("batch", [None, 3])
 @pytest.mark.parametrize("which", sorted(LAYERED_MEASUREMENTS))
 @pytest.mark.parametrize("seed", range(2))
 def test_layered_shifted_circuits_equal_each_circuit_run_by_pennylane(seed, which, batch,
-                                                                      end_with_ring):
-    """Layered circuits (a layer's rotations applied together, its CNOT and CZ ring composed
-    into one permutation and, before ``probs`` in the computational basis, folded into the
-    readout): every shifted circuit's values equal PennyLane's execution of it (1e-12)."""
-    template = _layered_tape(seed, 4, batch, LAYERED_MEASUREMENTS[which](),
+                                                                      end_with_ring, n):
+    """Layered circuits (a layer's rotations applied together, on adjacent qubits as one
+    Kronecker product from 6 qubits, its CNOT and CZ ring composed into one permutation and,
+    before ``probs`` in the computational basis, folded into the readout): every shifted
+    circuit's values equal PennyLane's execution of it (1e-12)."""
+    template = _layered_tape(seed, n, batch, LAYERED_MEASUREMENTS[which](),
                              end_with_ring=end_with_ring)
     _check_against_pennylane(template, _shift_offsets(template, seed), "simulate_shifts")
 
