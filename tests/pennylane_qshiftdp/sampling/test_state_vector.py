@@ -402,3 +402,28 @@ def test_signed_permutation_is_the_cnot_and_cz_product(seed):
         kept = probs.sum(axis=tuple(w for w in range(n) if w not in wires))
         want = np.transpose(kept, [sorted(wires).index(w) for w in wires]).reshape(-1)
         np.testing.assert_allclose(got, want, atol=1e-14)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_shifted_rows_swept_in_turn_give_the_same_values_bit_for_bit(workers, monkeypatch):
+    """Rows beyond one sweep's amplitude budget are swept in turn (16 qubits at batch 54):
+    the same values, bit for bit, as one sweep of every row."""
+    from pennylane_qshiftdp.sampling import exact_law
+
+    template = _layered_tape(0, 4, 7, LAYERED_MEASUREMENTS["probs of Z, expval"](),
+                             end_with_ring=True)
+    offsets = _shift_offsets(template, 0)
+    dev = qml.device("default.qubit", wires=4)
+    monkeypatch.setattr(exact_law, "_workers", lambda: workers)
+    monkeypatch.setattr(exact_law, "_THREADED_AMPLITUDES", 1)
+    one = exact_law.execute_offsets(template, offsets, dev, analytic=True)
+    calls = []
+    real = exact_law.simulate_shifts
+    monkeypatch.setattr(exact_law, "simulate_shifts",
+                        lambda *args: calls.append(args[-1]) or real(*args))
+    monkeypatch.setattr(exact_law, "_SHIFT_SWEEP_AMPLITUDES", 1)  # one row per sweep
+    swept = exact_law.execute_offsets(template, offsets, dev, analytic=True)
+    assert sorted(r.start for r in calls) == list(range(7))
+    for a, b in zip(one, swept, strict=True):
+        for u, v in zip(a, b, strict=True):
+            np.testing.assert_array_equal(u, v)
