@@ -601,6 +601,11 @@ def simulate_shifts(template, spec, measurements, rows: slice) -> tuple | None:
     return values, broadcast or bool(order)
 
 
+# From this many amplitudes per state, a permutation gathers one state at a time (its 64 KiB
+# at 12 qubits stay in cache): 17 ms for 37 × 27 states of 12 qubits, 25 ms in one ``take``.
+_ROW_GATHER = 1024
+
+
 class _SignedPermutation:
     """A product of CNOTs and CZs on ``n`` qubits as one signed permutation of the 2^n basis
     states: the state after them is ``sign * stored[..., source]`` (flat basis index; qubit 0
@@ -639,7 +644,11 @@ class _SignedPermutation:
         flat = states.reshape(k * b, -1)
         dest = out.reshape(k * b, -1)
         if self.source is not None:
-            np.take(flat, self.source, axis=1, out=dest)
+            if flat.shape[1] >= _ROW_GATHER:  # one row at a time: its source stays in cache
+                for row in range(k * b):
+                    np.take(flat[row], self.source, out=dest[row])
+            else:
+                np.take(flat, self.source, axis=1, out=dest)
         else:
             dest[...] = flat
         if self.sign is not None:

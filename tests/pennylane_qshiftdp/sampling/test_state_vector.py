@@ -376,13 +376,19 @@ def test_layered_shifted_circuits_equal_each_circuit_run_by_pennylane(seed, whic
     _check_against_pennylane(template, _shift_offsets(template, seed), "simulate_shifts")
 
 
+@pytest.mark.parametrize("row_gather", [False, True])
 @pytest.mark.parametrize("seed", range(5))
-def test_signed_permutation_is_the_cnot_and_cz_product(seed):
-    """A random product of CNOTs and CZs composed into one signed permutation: applied, the
-    state PennyLane's simulation gives; folded into a readout, its marginals."""
+def test_signed_permutation_is_the_cnot_and_cz_product(seed, row_gather, monkeypatch):
+    """A random product of CNOTs and CZs composed into one signed permutation: applied (in
+    one gather, or state by state as from 10 qubits), the state PennyLane's simulation gives;
+    folded into a readout, its marginals."""
     from pennylane.devices.qubit import apply_operation
 
+    from pennylane_qshiftdp.sampling import _state_vector
     from pennylane_qshiftdp.sampling._state_vector import _SignedPermutation
+
+    if row_gather:
+        monkeypatch.setattr(_state_vector, "_ROW_GATHER", 1)
 
     rng = np.random.default_rng(seed)
     n = 4
@@ -393,9 +399,11 @@ def test_signed_permutation_is_the_cnot_and_cz_product(seed):
         name = "CNOT" if rng.random() < 0.6 else "CZ"
         perm.compose(name, c, t)
         expected = apply_operation(getattr(qml, name)([c, t]), expected)
-    out = np.empty((1, 1, *state.shape), dtype=complex)
-    perm.apply(state[None, None], out)
-    np.testing.assert_allclose(out[0, 0], expected, atol=1e-14)
+    states = np.stack([state, 2 * state, 1j * state]).reshape(1, 3, *state.shape)
+    out = np.empty_like(states)
+    perm.apply(states, out)
+    for i, factor in enumerate((1, 2, 1j)):
+        np.testing.assert_allclose(out[0, i], factor * expected, atol=1e-13)
     for wires in ([0], [3, 1], [2, 0, 1]):
         got = (np.abs(state.reshape(-1)) ** 2) @ perm.outcome_matrix(wires)
         probs = np.abs(expected) ** 2
