@@ -22,7 +22,7 @@ with the device sampling every shot and with exact-law sampling
 differentiated by PennyLane's own ``diff_method="parameter-shift"`` on the same device and
 shots. The three are alternated in one process. Default: 2 layers, batch 54, Ns = 1000,
 default.qubit and lightning.qubit at 4, 8, 10 and 12 qubits; 5 repeats at 4 qubits, 3 at 8, 2 at
-10 and 1 at 12 (no warm-up step from 10 qubits on). It prints a Markdown table (also stored in
+10 and 1 at 12 (two warm-up steps first). It prints a Markdown table (also stored in
 the JSON) and the qubit count from which lightning.qubit is faster than default.qubit.
 With ``--alternative`` the default.qubit rows add the private step with ``shots=None``, the
 Opacus + backprop alternative, the same exact-law step on lightning.qubit, and the numpy limit,
@@ -30,8 +30,22 @@ the last in its own process with one BLAS thread (``_NumpyLimitWorker``), all al
 same rounds; each row records the load average (``uptime``) before and after it. ``--step``
 pins torch to one intra-op thread (``--torch-threads``) unless told otherwise.
 
+``--scaling`` (issue 43) times the private exact-law step, the private analytic step
+(``shots=None``) and the Opacus + backprop alternative at 4, 8, 12 and 16 qubits (default.qubit,
+batch 54, Ns = 1000, 2 layers), each step in a fresh interpreter of its own (it pays what a lone
+run pays: no cache, pool or allocation shared with another variant), the variants alternated
+in rounds, and records each one's seconds per step, its peak resident memory and the peak's
+increase over the memory before its first step, with the load average (``uptime``) before and
+after every qubit count. Rounds and steps per round: 3 × 5 at 4 qubits, 3 × 3 at 8, 2 × 1 at
+12, 1 × 1 at 16 (two warm-up steps below 13 qubits, none at 16: its one step includes the
+run's one-time costs, about a second)::
+
+    python benchmarks/bench_transform.py --scaling
+    python benchmarks/bench_transform.py --scaling --qubits 4 8 12
+
 Results: ``benchmarks/results/bench_transform.json`` (issue #2 default),
 ``bench_transform_sweep.json`` (issue #5 sweep), ``bench_transform_step.json`` (issue #12),
+``bench_transform_scaling.json`` (issue 43),
 ``*_quick.json`` for quick runs; a PNG beside each JSON.
 """
 
@@ -123,9 +137,11 @@ def run_config(devname, n_qubits, layers, shots, batch, repeats, seed=0):
 
 # Repeats per qubit count in --step mode (the 12-qubit steps take tens of seconds each).
 _STEP_REPEATS = {4: 5, 8: 3, 10: 2, 12: 1}
-# Warm-up steps are skipped from this many qubits on. Every size measured is warmed up: the
-# first private step records the circuit's structure and shift rule (a second construction of
-# the tape), which at 10-12 qubits is now comparable to a step itself.
+# Warm-up steps are skipped from this many qubits on. Every size measured is warmed up, twice:
+# the first private step records the circuit's structure and shift rule (a second construction
+# of the tape), which at 10-12 qubits is comparable to a step itself, and the second finds the
+# budget's admissible step count (issue 43: about 0.2-0.5 s once per run, which the 12-qubit
+# row, timed once, paid before).
 _NO_WARMUP_QUBITS = 13
 
 # ``--versus``: from this many qubits, one step per round and one round (an old-library step
@@ -419,8 +435,11 @@ def run_step_config(devname, n_qubits, layers, shots, batch, repeats, seed=0,
                                                         shots, x, y, seed, True)
         worker = _NumpyLimitWorker(n_qubits, layers, shots, batch, seed)
     if n_qubits < _NO_WARMUP_QUBITS:
-        for step in steps.values():
-            step()
+        # two warm-up steps (_SCALING_WARMUP): the private step's second finds the budget's
+        # admissible step count, once per run
+        for _ in range(_SCALING_WARMUP):
+            for step in steps.values():
+                step()
         if worker is not None:
             worker()
     times = {k: [] for k in steps}
@@ -471,6 +490,130 @@ def run_step_config(devname, n_qubits, layers, shots, batch, repeats, seed=0,
                    backprop_over_analytic=statistics.median(ratio_an),
                    backprop_over_analytic_range=[min(ratio_an), max(ratio_an)])
     return row
+
+
+# --------------------------------------------------------------------------------------------
+# Issue 43: scaling of the private steps against the alternative, each step in its own process
+# --------------------------------------------------------------------------------------------
+
+#: ``--scaling``: (rounds, steps per round) per qubit count.
+_SCALING_PLAN = {4: (3, 5), 8: (3, 3), 12: (2, 1), 16: (1, 1)}
+#: ``--scaling``: warm-up steps below :data:`_NO_WARMUP_QUBITS` qubits. The first private step
+#: records the circuit's structure, the second finds the budget's admissible step count (a
+#: bisection over PLD compositions, once per run: about 0.5 s); later steps pay neither.
+_SCALING_WARMUP = 2
+#: ``--scaling`` variants, in the order each round runs them.
+SCALING_VARIANTS = ("exact_law", "analytic", "alternative")
+
+_SCALING_WORKER = r"""
+import json, resource, sys, time
+sys.path.insert(0, sys.argv[2])
+import bench_transform as bt
+bt._import_heavy()
+variant, n_qubits, layers, shots, batch, steps, warmup, threads, seed = json.loads(sys.argv[1])
+if threads:
+    bt.torch.set_num_threads(threads)
+x, y = bt._step_batch(n_qubits, batch, seed)
+if variant == "alternative":
+    step = bt._opacus_backprop_step_fn(n_qubits, layers, x, y, seed)
+else:
+    step = bt._private_step_fn("default.qubit", n_qubits, layers,
+                               shots if variant == "exact_law" else None, x, y, seed,
+                               variant == "exact_law")
+def rss_gb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() / 2**30
+before = rss_gb()
+for _ in range(warmup):
+    step()
+times = []
+for _ in range(steps):
+    t = time.perf_counter(); step(); times.append(time.perf_counter() - t)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB -> GiB (Linux)
+print("RESULT " + json.dumps({"times": times, "rss_before_gb": before, "peak_rss_gb": peak}))
+"""
+
+
+def _scaling_step(variant, n_qubits, layers, shots, batch, steps, warmup, threads, seed=0):
+    """Times and memory of ``steps`` steps of ``variant`` in a fresh interpreter."""
+    import os
+    import subprocess
+
+    here = Path(__file__).resolve().parent
+    spec = json.dumps([variant, n_qubits, layers, shots, batch, steps, warmup, threads, seed])
+    out = subprocess.run([sys.executable, "-c", _SCALING_WORKER, spec, str(here)],
+                         env=dict(os.environ), cwd=str(here.parent), check=True,
+                         capture_output=True, text=True).stdout
+    line = [ln for ln in out.splitlines() if ln.startswith("RESULT ")][-1]
+    return json.loads(line[len("RESULT "):])
+
+
+def run_scaling(args):
+    """``--scaling``: the exact-law, analytic and alternative steps per qubit count, each in
+    its own process, alternated in rounds (module docstring)."""
+    rows = []
+    for q in args.qubits or sorted(_SCALING_PLAN):
+        rounds, steps = _SCALING_PLAN.get(q, (1, 1))
+        rounds = args.rounds_scaling or rounds
+        steps = args.repeats or steps
+        warmup = _SCALING_WARMUP if q < _NO_WARMUP_QUBITS else 0
+        load_before = _load_average()
+        runs: dict = {v: [] for v in SCALING_VARIANTS}
+        for r in range(rounds):
+            for v in SCALING_VARIANTS:
+                runs[v].append(_scaling_step(v, q, args.layers, args.shots[0],
+                                             args.batch or 54, steps, warmup,
+                                             args.torch_threads))
+            print(f"  {q}q round {r}: " + ", ".join(
+                f"{v} {statistics.median(runs[v][-1]['times']):.3g} s"
+                for v in SCALING_VARIANTS) + f" (load {_load_average()[0]})", flush=True)
+        row = {"qubits": q, "layers": args.layers, "shots": args.shots[0],
+               "batch": args.batch or 54, "rounds": rounds, "steps_per_round": steps,
+               "warmup": warmup, "torch_threads": args.torch_threads,
+               "load_average": [load_before, _load_average()], "runs": runs}
+        for v in SCALING_VARIANTS:
+            every = [t for run in runs[v] for t in run["times"]]
+            row[f"{v}_s"] = statistics.median(every)
+            row[f"{v}_peak_gb"] = max(run["peak_rss_gb"] for run in runs[v])
+            row[f"{v}_step_memory_gb"] = max(run["peak_rss_gb"] - run["rss_before_gb"]
+                                              for run in runs[v])
+        for v in ("exact_law", "analytic"):
+            ratios = [statistics.median(a["times"]) / statistics.median(p["times"])
+                      for a, p in zip(runs["alternative"], runs[v], strict=True)]
+            row[f"alternative_over_{v}"] = statistics.median(ratios)
+            row[f"alternative_over_{v}_range"] = [min(ratios), max(ratios)]
+        row["load"] = f"{row['load_average'][0][0]:.2f} / {row['load_average'][1][0]:.2f}"
+        rows.append(row)
+    md = table(rows, SCALING_COLUMNS)
+    print(md)
+    path = write_result("bench_transform_scaling", {"scaling": True, "rows": rows,
+                                                    "markdown": md}, args.out)
+    scaling_figure(rows, path)
+    print(f"wrote {path}")
+    return rows
+
+
+#: Columns of ``--scaling``'s table.
+SCALING_COLUMNS = ["qubits", "rounds", "steps_per_round", "exact_law_s", "analytic_s",
+                   "alternative_s", "alternative_over_exact_law", "alternative_over_analytic",
+                   "exact_law_peak_gb", "analytic_peak_gb", "alternative_peak_gb",
+                   "exact_law_step_memory_gb", "analytic_step_memory_gb",
+                   "alternative_step_memory_gb", "load"]
+
+
+def scaling_figure(rows, json_path):
+    """Seconds per step of the three variants against the qubit count (log scale)."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    qs_ = [r["qubits"] for r in rows]
+    for v, lab in (("exact_law", "private, exact-law shots"), ("analytic", "private, analytic"),
+                   ("alternative", "Opacus + vmap over backprop")):
+        ax.plot(qs_, [r[f"{v}_s"] for r in rows], "o-", label=lab)
+    ax.set_yscale("log")
+    ax.set(xlabel="qubits", ylabel="seconds per step (median)",
+           title=f"One training step, batch {rows[0]['batch']}, Ns = {rows[0]['shots']}")
+    ax.legend(fontsize=7)
+    return save_figure(fig, json_path)
 
 
 def crossover(rows, column):
@@ -687,11 +830,19 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=3,
                    help="alternations with --versus below 10 qubits (from 10 on: one round of "
                    "one step)")
+    p.add_argument("--scaling", action="store_true",
+                   help="issue 43: exact-law, analytic and alternative steps at 4, 8, 12, 16 "
+                        "qubits, each step in its own process (time and peak memory)")
+    p.add_argument("--rounds-scaling", type=int, default=None,
+                   help="--scaling: rounds per qubit count (default 3 at 4 and 8 qubits, 2 at "
+                        "12, 1 at 16)")
     p.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--out", type=Path, default=None, help="output directory for the JSON")
     args = p.parse_args(argv)
     if args.versus:
         return run_versus(args)
+    if args.scaling:
+        return run_scaling(args)
     _import_heavy()
     if args.step:
         return run_step(args)

@@ -72,6 +72,22 @@ def test_bench_transform_step_alternative(tmp_path):
     assert len(row["lightning_over_exact_law_range"]) == 2 and len(row["load_average"]) == 2
 
 
+@pytest.mark.slow
+def test_bench_transform_scaling(tmp_path):
+    """The scaling table: each variant's steps in a process of its own, alternated in rounds,
+    with its peak memory and the load average."""
+    mod = _module("bench_transform")
+    mod.main(["--scaling", "--qubits", "2", "--batch", "3", "--rounds-scaling", "2",
+              "--repeats", "1", "--out", str(tmp_path)])
+    data = _result(tmp_path, "bench_transform_scaling", ["rows", "markdown"])
+    [row] = data["rows"]
+    assert set(row["runs"]) == set(mod.SCALING_VARIANTS)
+    assert all(len(runs) == 2 for runs in row["runs"].values())
+    for v in mod.SCALING_VARIANTS:
+        assert row[f"{v}_s"] > 0 and row[f"{v}_peak_gb"] >= row[f"{v}_step_memory_gb"] >= 0
+    assert len(row["alternative_over_exact_law_range"]) == 2 and len(row["load_average"]) == 2
+
+
 def test_bench_qprldp(tmp_path):
     _module("bench_qprldp").main(["--tiny", "--out", str(tmp_path)])
     _result(tmp_path, "bench_qprldp_quick",

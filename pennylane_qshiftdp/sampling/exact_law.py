@@ -282,11 +282,21 @@ def _run_shifts(device, template, offsets, measurements, max_amplitudes,
     beff = template.batch_size or 1
     n_circ = len(spec)
     n_blocks = 1 + len({s[0] for s in spec if s is not None})
-    done = _in_threads(lambda rows: simulate_shifts(template, spec, measurements, rows),
-                       0, beff, n_blocks * 2 ** max(len(template.wires), 1), row_axis=1)
-    if done is None:
-        return None
-    values, broadcast = done  # per measurement (C, rows, ...); rows 1 if unbroadcast
+    per_row = n_blocks * 2 ** max(len(template.wires), 1)
+    # rows per sweep: its two buffers of (blocks × rows × 2^wires) amplitudes stay near
+    # _SHIFT_SWEEP_AMPLITUDES per thread (one sweep for every row up to 12 qubits at batch 54)
+    span = max(1, _SHIFT_SWEEP_AMPLITUDES // per_row) * min(_workers(), 4)
+    parts = []
+    for start in range(0, beff, span):
+        done = _in_threads(lambda rows: simulate_shifts(template, spec, measurements, rows),
+                           start, min(start + span, beff), per_row, row_axis=1)
+        if done is None:
+            return None
+        parts.append(done)
+    broadcast = parts[0][1]
+    values = [np.concatenate([part[0][i] for part in parts], axis=1)
+              for i in range(len(parts[0][0]))] if broadcast and len(parts) > 1 \
+        else parts[0][0]  # per measurement (C, rows, ...); rows 1 if unbroadcast
     step = circuits_per_chunk(template, max_amplitudes)
     chunks = []
     for start in range(0, n_circ, step):
@@ -306,6 +316,9 @@ def _run_shifts(device, template, offsets, measurements, max_amplitudes,
 # are bitwise those of one call), and two threads ran an 8-qubit exact-law chunk 1.6× faster
 # on two cores; below it the threads' overhead is larger than the gain.
 _THREADED_AMPLITUDES = 2**17
+# Amplitudes of one suffix sweep's state (blocks × rows × 2^wires) per thread: rows beyond it
+# are swept in turn (16 qubits at batch 54: 3 rows per sweep, two 256 MiB buffers per thread).
+_SHIFT_SWEEP_AMPLITUDES = 2**24
 _POOL: list = []
 
 

@@ -133,7 +133,7 @@ def _check_against_pennylane(template, offsets, kernel: str):
     (the next route: merged circuits, built or stacked) counts."""
     from pennylane_qshiftdp.sampling import exact_law
 
-    dev = qml.device("default.qubit", wires=3)
+    dev = qml.device("default.qubit", wires=max(3, len(template.wires)))
     used = []
     real = getattr(exact_law, kernel)
 
@@ -329,3 +329,109 @@ def test_shifted_rows_split_between_threads_give_the_same_values_bit_for_bit(see
     """The suffix evolutions split between threads: the same values, bit for bit."""
     template = _rotation_tape(seed, 3, 5, SHIFT_MEASUREMENTS["expval product, Hermitian"]())
     _assert_threads_change_nothing(template, _shift_offsets(template, seed), 2, monkeypatch)
+
+
+def _layered_tape(seed: int, n: int, batch: int | None, measurements, *, end_with_ring: bool):
+    """Layers as StronglyEntanglingLayers builds them (a Rot on every wire, then a ring of
+    CNOTs of some range), with a CZ or a fixed gate here and there, after a broadcast data
+    rotation on every wire; ending with a ring (a permutation pending at the readout) or with
+    one-qubit gates."""
+    rng = np.random.default_rng(seed)
+    shape = () if batch is None else (batch,)
+    ops = [qml.RY(rng.uniform(-3, 3, shape), w) for w in range(n)]
+    for layer in range(3):
+        ops += [qml.Rot(*rng.uniform(-3, 3, 3), w) for w in range(n)]
+        r = 1 + layer % (n - 1)
+        for w in range(n):
+            ops.append(qml.CZ([w, (w + r) % n]) if rng.random() < 0.2
+                       else qml.CNOT([w, (w + r) % n]))
+        if rng.random() < 0.5:
+            ops.append(qml.Hadamard(int(rng.integers(n))))
+    if not end_with_ring:
+        ops += [qml.RX(rng.uniform(-3, 3), w) for w in range(n)]
+    return qml.tape.QuantumScript(ops, measurements, shots=None)
+
+
+LAYERED_MEASUREMENTS = {
+    "probs one wire": lambda: [qml.probs(wires=[0])],
+    "probs subset reversed": lambda: [qml.probs(wires=[3, 1])],
+    "probs of Z, expval": lambda: [qml.probs(op=qml.Z(0)), qml.expval(qml.Z(2) @ qml.X(1))],
+    "probs in a Pauli basis": lambda: [qml.probs(op=qml.X(1))],
+}
+
+
+@pytest.mark.parametrize("n", [4, 6])
+@pytest.mark.parametrize("end_with_ring", [True, False])
+@pytest.mark.parametrize("batch", [None, 3])
+@pytest.mark.parametrize("which", sorted(LAYERED_MEASUREMENTS))
+@pytest.mark.parametrize("seed", range(2))
+def test_layered_shifted_circuits_equal_each_circuit_run_by_pennylane(seed, which, batch,
+                                                                      end_with_ring, n):
+    """Layered circuits (a layer's rotations applied together, on adjacent qubits as one
+    Kronecker product from 6 qubits, its CNOT and CZ ring composed into one permutation and,
+    before ``probs`` in the computational basis, folded into the readout): every shifted
+    circuit's values equal PennyLane's execution of it (1e-12)."""
+    template = _layered_tape(seed, n, batch, LAYERED_MEASUREMENTS[which](),
+                             end_with_ring=end_with_ring)
+    _check_against_pennylane(template, _shift_offsets(template, seed), "simulate_shifts")
+
+
+@pytest.mark.parametrize("row_gather", [False, True])
+@pytest.mark.parametrize("seed", range(5))
+def test_signed_permutation_is_the_cnot_and_cz_product(seed, row_gather, monkeypatch):
+    """A random product of CNOTs and CZs composed into one signed permutation: applied (in
+    one gather, or state by state as from 10 qubits), the state PennyLane's simulation gives;
+    folded into a readout, its marginals."""
+    from pennylane.devices.qubit import apply_operation
+
+    from pennylane_qshiftdp.sampling import _state_vector
+    from pennylane_qshiftdp.sampling._state_vector import _SignedPermutation
+
+    if row_gather:
+        monkeypatch.setattr(_state_vector, "_ROW_GATHER", 1)
+
+    rng = np.random.default_rng(seed)
+    n = 4
+    state = rng.normal(size=(2,) * n) + 1j * rng.normal(size=(2,) * n)
+    perm, expected = _SignedPermutation(n), state
+    for _ in range(12):
+        c, t = (int(w) for w in rng.choice(n, 2, replace=False))
+        name = "CNOT" if rng.random() < 0.6 else "CZ"
+        perm.compose(name, c, t)
+        expected = apply_operation(getattr(qml, name)([c, t]), expected)
+    states = np.stack([state, 2 * state, 1j * state]).reshape(1, 3, *state.shape)
+    out = np.empty_like(states)
+    perm.apply(states, out)
+    for i, factor in enumerate((1, 2, 1j)):
+        np.testing.assert_allclose(out[0, i], factor * expected, atol=1e-13)
+    for wires in ([0], [3, 1], [2, 0, 1]):
+        got = (np.abs(state.reshape(-1)) ** 2) @ perm.outcome_matrix(wires)
+        probs = np.abs(expected) ** 2
+        kept = probs.sum(axis=tuple(w for w in range(n) if w not in wires))
+        want = np.transpose(kept, [sorted(wires).index(w) for w in wires]).reshape(-1)
+        np.testing.assert_allclose(got, want, atol=1e-14)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_shifted_rows_swept_in_turn_give_the_same_values_bit_for_bit(workers, monkeypatch):
+    """Rows beyond one sweep's amplitude budget are swept in turn (16 qubits at batch 54):
+    the same values, bit for bit, as one sweep of every row."""
+    from pennylane_qshiftdp.sampling import exact_law
+
+    template = _layered_tape(0, 4, 7, LAYERED_MEASUREMENTS["probs of Z, expval"](),
+                             end_with_ring=True)
+    offsets = _shift_offsets(template, 0)
+    dev = qml.device("default.qubit", wires=4)
+    monkeypatch.setattr(exact_law, "_workers", lambda: workers)
+    monkeypatch.setattr(exact_law, "_THREADED_AMPLITUDES", 1)
+    one = exact_law.execute_offsets(template, offsets, dev, analytic=True)
+    calls = []
+    real = exact_law.simulate_shifts
+    monkeypatch.setattr(exact_law, "simulate_shifts",
+                        lambda *args: calls.append(args[-1]) or real(*args))
+    monkeypatch.setattr(exact_law, "_SHIFT_SWEEP_AMPLITUDES", 1)  # one row per sweep
+    swept = exact_law.execute_offsets(template, offsets, dev, analytic=True)
+    assert sorted(r.start for r in calls) == list(range(7))
+    for a, b in zip(one, swept, strict=True):
+        for u, v in zip(a, b, strict=True):
+            np.testing.assert_array_equal(u, v)
