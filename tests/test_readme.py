@@ -51,7 +51,7 @@ def test_readme_hybrid_learns_wine_at_epsilon_2():
         accuracies.append(namespace["accuracy"])
     assert statistics.median(accuracies) >= 0.80, accuracies
     text = README.read_text(encoding="utf-8")
-    assert "Test accuracy " + ", ".join(f"{a:.3f}" for a in accuracies[:2]) in _squash(text)
+    assert "test accuracy " + ", ".join(f"{a:.3f}" for a in accuracies[:2]) in _squash(text)
 
 
 #: metrics.json keys beside the per-epoch fields that the outputs lists must name.
