@@ -28,6 +28,10 @@ def private_dataset(data_loader):
     Poisson sampling replaces the loader's sampler, so it must run over the same examples: the
     whole data set for a sequential or shuffling sampler, the subset for a
     ``SubsetRandomSampler``; any other sampler or batch sampler is refused.
+
+    Raises:
+        ValueError: an iterable data set, a batch sampler of the loader's own, a sampler other
+            than these three, a subset that repeats indices or has none, or an empty data set.
     """
     from torch.utils.data import (
         BatchSampler,
@@ -47,6 +51,9 @@ def private_dataset(data_loader):
             f"`data_loader` has its own batch sampler ({type(data_loader.batch_sampler).__name__})"
             f": make_private replaces it by Poisson sampling, which would ignore it. Pass a "
             f"loader with a batch_size (and at most a SubsetRandomSampler) instead.")
+    if len(dataset) == 0:  # a loader over no example has no first row and no batch
+        raise ValueError("`data_loader`'s data set is empty (0 examples): there is nothing to "
+                         "train on.")
     sampler = data_loader.sampler
     if type(sampler) is SequentialSampler:
         return dataset, None
