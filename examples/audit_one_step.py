@@ -38,7 +38,7 @@ def custom_audit(trials: int, seed: int):
     import torch
 
     import pennylane_qshiftdp as qshiftdp
-    from pennylane_qshiftdp.audit import audit_one_step
+    from pennylane_qshiftdp.audit import TrialSpec, audit_one_step
 
     def circuit(inputs, weights):
         qml.AngleEmbedding(inputs, wires=range(2), rotation="Y")
@@ -60,8 +60,8 @@ def custom_audit(trials: int, seed: int):
     ys = torch.where(xs[:, 0] > math.pi / 4, 1.0, -1.0).double()
     canary = (torch.tensor([math.pi, 0.0], dtype=torch.float64), torch.tensor(1.0))
     return audit_one_step(make_model, qshiftdp.losses.LinearLoss,
-                          torch.utils.data.TensorDataset(xs, ys), canary, trials=trials,
-                          seed=seed, target_epsilon=2.0, target_delta=1e-5,
+                          torch.utils.data.TensorDataset(xs, ys), canary,
+                          TrialSpec(trials, seed=seed), target_epsilon=2.0, target_delta=1e-5,
                           label="custom two-qubit model")
 
 
@@ -75,13 +75,14 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
 
-    from pennylane_qshiftdp.audit import audit_setting
+    from pennylane_qshiftdp.audit import SettingSpec, TrialSpec, audit_setting
 
     modes = ["none", "adaptive"] if args.tiny else args.modes
     trials = 40 if args.tiny else args.trials
     results = []
     for mode in modes:
-        r = audit_setting(mode, shots=args.shots, trials=trials, seed=args.seed)
+        r = audit_setting(spec=SettingSpec(mode, shots=args.shots),
+                          trial_spec=TrialSpec(trials, seed=args.seed))
         results.append(r)
         print(r)
     r = custom_audit(trials=trials, seed=args.seed)

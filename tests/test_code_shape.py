@@ -23,17 +23,11 @@ MAX_PARAMETERS = 12
 ALLOWED = {
     "pennylane_qshiftdp.accountants.ledger:PrivacyLedger.__init__": (39, 14),
     "pennylane_qshiftdp.accountants.ledger:PrivacyLedger._configure": (83, 14),
-    "pennylane_qshiftdp.audit.one_step:audit_one_step": (63, 16),
-    "pennylane_qshiftdp.audit.setting:audit_setting": (69, 22),
-    "pennylane_qshiftdp.audit.white_box:audit_optimizer": (39, 19),
-    "pennylane_qshiftdp.audit.white_box:audit_optimizer_one_run": (46, 13),
-    "pennylane_qshiftdp.audit.white_box:audit_release": (47, 15),
     "pennylane_qshiftdp.optimizers.optimizer:QShiftDPOptimizer.__init__": (133, 25),
     "pennylane_qshiftdp.privacy_engine:_prepare_clipping": (87, 11),
     "pennylane_qshiftdp.privacy_engine:_prepare_ledger": (38, 21),
     # make_private's keyword-only compatibility signature (issue 46 keeps it)
     "pennylane_qshiftdp.privacy_engine:make_private": (106, 31),
-    "pennylane_qshiftdp.qnn.evaluation:_evaluation": (23, 13),
     # simulate_shifts grew with the issue-43 kernels (layer-wise rotations, permutations)
     "pennylane_qshiftdp.sampling._state_vector:simulate_shifts": (135, 4),
 }

@@ -612,7 +612,7 @@ def _run_audit_run(args) -> int:
 def _run_audit(args) -> int:
     from pathlib import Path
 
-    from ..audit import SETTING_MODES, audit_setting
+    from ..audit import SETTING_MODES, SettingSpec, TrialSpec, audit_setting
 
     if args.run is not None:
         return _run_audit_run(args)
@@ -658,11 +658,12 @@ def _run_audit(args) -> int:
             for background in dict.fromkeys(args.background) for cfg in configs]
     for i, (shots, background, cfg) in enumerate(runs, 1):
         with _audit_progress(args, i, len(runs), cfg, shots, background) as progress:
-            r = audit_setting(**cfg, shots=shots, trials=args.trials, seed=args.seed,
-                              target_epsilon=args.epsilon, target_delta=args.delta,
-                              beta=args.beta, depolarizing=args.depolarizing,
-                              clip_norm=args.clip_norm, confidence=args.confidence,
-                              background=background, progress=progress)
+            spec = SettingSpec(**cfg, shots=shots, target_epsilon=args.epsilon,
+                               target_delta=args.delta, beta=args.beta,
+                               depolarizing=args.depolarizing, clip_norm=args.clip_norm,
+                               background=background)
+            r = audit_setting(spec=spec, trial_spec=TrialSpec(
+                args.trials, seed=args.seed, confidence=args.confidence, progress=progress))
         if out_dir is not None and not r.refused:
             from ..audit import plot_audit
 

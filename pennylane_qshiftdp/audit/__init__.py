@@ -16,6 +16,10 @@ one concept per module:
   ``release(dataset, seed)``; :func:`audit_optimizer` and :func:`audit_optimizer_one_run` audit
   any DP optimizer class (the product's, Opacus's, or a subclass) with crafted gradient canaries.
 * :mod:`~pennylane_qshiftdp.audit.plot`: score histograms with the thresholds.
+* :mod:`~pennylane_qshiftdp.audit.specs`: :class:`TrialSpec` (trials, seed, confidence,
+  estimators) and how the audits take their specs' fields as keywords. The mechanism audited
+  is one spec per entry point: :class:`SettingSpec`, :class:`WhiteBoxSpec`,
+  :class:`OptimizerSpec`.
 
 The audit of a finished ``qshiftdp train`` run (``qshiftdp audit --run DIR``) re-runs the
 application's job, so it lives with it: :func:`pennylane_qshiftdp.app.audit_run.audit_run`.
@@ -27,7 +31,8 @@ from .one_step import SCORES, audit_one_step
 from .plot import plot_audit, plot_one_run
 from .result import ESTIMATORS, AuditResult, analyse_releases
 from .scores import lattice_score, projection_score
-from .setting import BACKGROUNDS, SETTING_MODES, audit_setting
+from .setting import BACKGROUNDS, SETTING_MODES, SettingSpec, audit_setting
+from .specs import TrialSpec
 from .statistics import (
     ONE_RUN_GUESS_FRACTIONS,
     GDPBound,
@@ -49,6 +54,8 @@ from .statistics import (
 )
 from .white_box import (
     OneRunResult,
+    OptimizerSpec,
+    WhiteBoxSpec,
     audit_optimizer,
     audit_optimizer_one_run,
     audit_release,
@@ -66,7 +73,11 @@ __all__ = [
     "GDPBound",
     "OneRunBound",
     "OneRunResult",
+    "OptimizerSpec",
     "ScoreBound",
+    "SettingSpec",
+    "TrialSpec",
+    "WhiteBoxSpec",
     "analyse_releases",
     "audit_one_step",
     "audit_optimizer",

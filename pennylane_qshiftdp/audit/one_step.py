@@ -69,19 +69,14 @@ import dataclasses
 import os
 import time
 import warnings
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import torch
 from numpy.typing import ArrayLike
 
-from .._validation import (
-    check_delta,
-    check_epsilon,
-    check_positive_int,
-    check_probability,
-)
+from .._validation import check_delta, check_epsilon
 from ..exceptions import PrivacyBudgetExceededError, PrivacyWarning, SensitivityError
 from ..grad_sample import ignore_output_hook_warning
 from ..losses import BoundedLoss
@@ -89,6 +84,7 @@ from ..privacy_engine import make_private
 from .plot import plot_audit
 from .result import AuditResult, analyse_releases
 from .scores import lattice_score, projection_score
+from .specs import TrialSpec, spec_from
 
 __all__ = ["SCORES", "audit_one_step"]
 
@@ -225,14 +221,12 @@ def _jsonable(v):
 
 
 def audit_one_step(make_model: Callable, make_loss: Callable, dataset: torch.utils.data.Dataset,
-                   canary: tuple[torch.Tensor, torch.Tensor], *, trials: int, seed: int = 0,
+                   canary: tuple[torch.Tensor, torch.Tensor],
+                   trial_spec: TrialSpec | None = None, *,
                    lattice_step: ArrayLike | None = None,
-                   canary_direction: ArrayLike | None = None, confidence: float = 0.95,
-                   label: str | None = None, plot_path: str | os.PathLike | None = None,
-                   fresh: bool = False, progress: Callable | None = None,
-                   estimators: Collection[str] = ("clopper_pearson", "gdp"),
-                   private_hook: Callable | None = None,
-                   **make_private_kwargs: Any) -> AuditResult:
+                   canary_direction: ArrayLike | None = None, label: str | None = None,
+                   plot_path: str | os.PathLike | None = None, fresh: bool = False,
+                   private_hook: Callable | None = None, **options: Any) -> AuditResult:
     r"""Audit one private step of :func:`make_private` on :math:`D` and :math:`D' = D + z`.
 
     Per world and trial the audit resets the model's weights, the optimizer and the ledger to
@@ -254,27 +248,30 @@ def audit_one_step(make_model: Callable, make_loss: Callable, dataset: torch.uti
             make_private as ``loss`` under ``max_grad_norm="certified"``.
         dataset: :math:`D`, a map-style data set of ``(x, y)`` tensor pairs.
         canary: the added example :math:`z = (x, y)`.
-        trials: trials per world, ≥ 4 (half select the threshold, half evaluate it).
-        seed: derives every trial's device and noise seeds (repeatable).
+        trial_spec: the trials (:class:`~pennylane_qshiftdp.audit.specs.TrialSpec`): trials
+            per world, ≥ 4 (half select the threshold, half evaluate it); the seed that
+            derives every trial's device and noise seeds (repeatable); the joint confidence of
+            the reported bounds, in (0, 1); the estimators that bound ε (``"clopper_pearson"``,
+            ``"gdp"``; see :mod:`pennylane_qshiftdp.audit.statistics`); an optional callback
+            ``progress(done, total)`` after every trial. Its fields may also be given as
+            keywords (``trials=...``, required without a spec; ``seed``, ``confidence``,
+            ``estimators``, ``progress``), which replace those of ``trial_spec``.
         lattice_step: step :math:`h` of the ``lattice`` score (scalar or per coordinate);
             ``None`` skips that score.
         canary_direction: the canary's expected gradient direction for the ``projection``
             score; ``None`` estimates it from the first half of the trials (difference of the
             mean releases), which keeps the second half independent.
-        confidence: joint confidence of the reported bounds, in (0, 1).
         label: name of the configuration in the result (default from the credit and clip).
         plot_path: if given, :func:`plot_audit` writes the score histograms there (PNG).
         fresh: call ``make_model`` and make_private for every trial (slower; the default
             builds them once per world and resets them, which gives the same releases).
-        progress: optional callback ``progress(done, total)`` after every trial.
-        estimators: which estimators bound ε (``"clopper_pearson"``, ``"gdp"``; see
-            :mod:`pennylane_qshiftdp.audit.statistics`).
         private_hook: ``None`` in normal use. **For testing the audit itself**: a callable
             ``hook(model, optimizer, loader)`` called once with what :func:`make_private`
             returned in each world (every trial with ``fresh``), before any step; the seam
             through which tests audit purpose-built broken mechanisms (e.g. half the noise,
             no clipping). Whatever it changes is outside the privacy guarantee.
-        **make_private_kwargs: passed to :func:`make_private` (``target_epsilon`` and
+        **options: the fields of :class:`~pennylane_qshiftdp.audit.specs.TrialSpec` (above);
+            every other keyword is passed to :func:`make_private` (``target_epsilon`` and
             ``target_delta`` are required; ``epochs``, ``sample_rate``, ``expected_batch_size``,
             ``dataset_size``, ``seed`` and ``secure_mode`` are fixed by the audit).
 
@@ -285,7 +282,8 @@ def audit_one_step(make_model: Callable, make_loss: Callable, dataset: torch.uti
     Raises:
         ValueError: for invalid ``trials``, ``confidence``, ``lattice_step`` or missing or
             fixed make_private arguments.
-        TypeError: for a data set or canary that is not made of ``(x, y)`` tensors.
+        TypeError: for a data set or canary that is not made of ``(x, y)`` tensors, or
+            neither ``trial_spec`` nor ``trials``.
 
     References:
         Jagielski et al., arXiv:2006.07709 (v1); Nasr et al., arXiv:2101.04535 (v1).
@@ -305,14 +303,20 @@ def audit_one_step(make_model: Callable, make_loss: Callable, dataset: torch.uti
         ...                                       torch.ones(10, dtype=torch.float64))
         >>> canary = (torch.ones(1, dtype=torch.float64), torch.tensor(1.0))
         >>> from pennylane_qshiftdp.losses import LinearLoss
-        >>> r = audit_one_step(make_model, LinearLoss, data, canary, trials=20,
+        >>> r = audit_one_step(make_model, LinearLoss, data, canary, TrialSpec(20),
         ...                    target_epsilon=1.0, target_delta=1e-5)
         >>> r.status, r.proven_refuted, round(r.claimed_epsilon, 3)
         ('audited', False, 0.994)
     """
     t0 = time.perf_counter()
-    trials, confidence, delta = _check_arguments(trials, confidence, make_private_kwargs,
-                                                 lattice_step, canary)
+    make_private_kwargs = dict(options)
+    if trial_spec is None and "trials" not in make_private_kwargs:
+        raise TypeError("audit_one_step() missing its trials: give `trial_spec` (a TrialSpec) "
+                        "or `trials`.")
+    spec = spec_from(TrialSpec, trial_spec, make_private_kwargs, "trial_spec")
+    seed = spec.seed
+    trials, confidence, delta = _check_arguments(spec, make_private_kwargs, lattice_step,
+                                                 canary)
     xs, ys = _as_tensor_dataset(dataset, "dataset")
     cx, cy = (torch.as_tensor(v) for v in canary)
     xs_p = torch.cat([xs, cx.reshape(1, *xs.shape[1:]).to(xs.dtype)])
@@ -336,7 +340,7 @@ def audit_one_step(make_model: Callable, make_loss: Callable, dataset: torch.uti
     worlds = [_World(make_model, loss_fn, x, y, kwargs, fresh=fresh, caught=caught,
                      initial=initial, batch=len(xs), hook=private_hook)
               for x, y in ((xs, ys), (xs_p, ys_p))]
-    run = _run_trials(worlds, _trial_seeds(seed, trials), trials, progress)
+    run = _run_trials(worlds, _trial_seeds(seed, trials), trials, spec.progress)
     if run.refusal is not None:
         return _refused(label, run.refusal, **common)
     rel_d, rel_dp = run.release_arrays()
@@ -347,7 +351,7 @@ def audit_one_step(make_model: Callable, make_loss: Callable, dataset: torch.uti
         scorers["lattice"] = lambda r: lattice_score(r, lattice_step)
     a = analyse_releases(rel_d, rel_dp, scorers=scorers, delta=delta, confidence=confidence,
                          fail_d=fail_d, fail_dp=fail_dp, errors=tuple(run.errors),
-                         estimators=estimators)
+                         estimators=spec.estimators)
     claims, credited = run.claims, run.credited
     result = AuditResult(
         label=label, status="audited", message=None, trials=trials, seed=seed,
@@ -368,13 +372,12 @@ def audit_one_step(make_model: Callable, make_loss: Callable, dataset: torch.uti
     return result
 
 
-def _check_arguments(trials, confidence, make_private_kwargs, lattice_step, canary):
+def _check_arguments(spec: TrialSpec, make_private_kwargs, lattice_step, canary):
     """The audit's own arguments: ``(trials, confidence, delta)``."""
-    trials = check_positive_int(trials, "trials")
+    trials, confidence = spec.trials, spec.confidence
     if trials < 4:
         raise ValueError(f"`trials` must be at least 4 (half select, half evaluate). Found "
                          f"{trials}.")
-    confidence = check_probability(confidence, "confidence", open_low=True, open_high=True)
     for key in ("target_epsilon", "target_delta"):
         if key not in make_private_kwargs:
             raise ValueError(f"`{key}` must be given (it is passed to make_private). Found "

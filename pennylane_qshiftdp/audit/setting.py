@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from typing import Any
 
 import pennylane as qml
@@ -28,8 +28,15 @@ from ..losses import LinearLoss
 from .one_step import audit_one_step
 from .plot import plot_audit
 from .result import AuditResult
+from .specs import TrialSpec, reject_unknown, spec_from
 
-__all__ = ["BACKGROUNDS", "SETTING_MODES", "ZERO_BACKGROUND_CANARY_LABEL", "audit_setting"]
+__all__ = [
+    "BACKGROUNDS",
+    "SETTING_MODES",
+    "ZERO_BACKGROUND_CANARY_LABEL",
+    "SettingSpec",
+    "audit_setting",
+]
 
 #: Backgrounds of :func:`audit_setting`: the other examples' gradients ("zero" is the default).
 BACKGROUNDS = ("zero", "shot")
@@ -121,18 +128,152 @@ def _model_factory(circuit: Callable, q_dep: float, shots: int, theta: float,
     return make_model
 
 
-def audit_setting(mode: str | None = None, *, credit: str | None = None,
-                  max_grad_norm: float | str | None = None,
-                  shots: int = 2, trials: int = 2000, seed: int = 0, theta: float = 0.3,
-                  num_examples: int = 30, target_epsilon: float = 2.0,
-                  target_delta: float = 1e-5, beta: float = 1e-3,
-                  depolarizing: float | None = None,
-                  clip_norm: float = 0.5, canary_label: float | None = None,
-                  background: str = "zero", proven_epsilon_factor: float | None = None,
-                  confidence: float = 0.95, plot_path: str | os.PathLike | None = None,
-                  fresh: bool = False, progress: Callable | None = None,
-                  estimators: Collection[str] = ("clopper_pearson", "gdp"),
-                  private_hook: Callable | None = None) -> AuditResult:
+@dataclasses.dataclass(frozen=True)
+class SettingSpec:
+    r"""The mechanism :func:`audit_setting` audits: the one-qubit setting, its mode and budget.
+
+    Validated when built; the fields keep the values given (``mode``, ``credit``,
+    ``max_grad_norm``, ``depolarizing`` and ``canary_label`` may be ``None``), and what they
+    resolve to is in the attributes that are not arguments (``label``, ``resolved_credit``,
+    ``resolved_max_grad_norm``, ``depolarizing_q``, ``resolved_canary_label``), so
+    :func:`dataclasses.replace` of a field resolves the defaults afresh.
+
+    Attributes:
+        mode: a key of :data:`SETTING_MODES` (``"none"``, ``"depolarizing"``,
+            ``"adaptive"``, ``"isotropic"``, ``"fixed_clip"``, ``"adaptive_clip"``); or
+            ``None`` and ``credit``/``max_grad_norm``.
+        credit: shot-noise credit mode (with ``mode=None``; default ``"none"``).
+        max_grad_norm: ``"certified"``, ``"adaptive"`` or a positive float (with
+            ``mode=None``; default ``"certified"``).
+        shots: :math:`N_s \ge 1` per shifted circuit.
+        theta: the weight θ.
+        num_examples: size of :math:`D`, a positive even number on the shot background.
+        target_epsilon, target_delta: the budget (ε in nats).
+        beta: β of the ``adaptive`` and ``isotropic`` credits.
+        depolarizing: PennyLane ``DepolarizingChannel`` parameter :math:`q_{dep} \in [0, 3/4]`
+            before the measurement; its variance floor :math:`v_{\min}` comes from
+            :func:`qprldp_core.certify_device` (source ``"proven"``). Default 0.25 for
+            ``credit="depolarizing"``, else 0 (noiseless ``default.qubit``).
+        clip_norm: the clip norm of ``mode="fixed_clip"``.
+        canary_label: the canary's label (loss weight), a finite non-zero number; default 4
+            (``"zero"``) or :math:`1 - 1/(2N_s)` (``"shot"``). Above 1 in magnitude it exceeds
+            the declared loss bound, so the certified clip binds on the canary (a diagnostic of
+            the step record, never a weaker guarantee).
+        background: ``"zero"`` (zero gradients; the default) or ``"shot"`` (examples of
+            maximal shot variance; adds the ``lattice`` score).
+        proven_epsilon_factor: passed to :func:`make_private` with a credit mode (``None``:
+            its default); a large factor lowers the noise floor, which the audit then probes.
+        label: the mode's name (or ``credit=..., max_grad_norm=...``), the result's label.
+        resolved_credit, resolved_max_grad_norm: the credit and clip passed to make_private.
+        depolarizing_q: :math:`q_{dep}` used (0 without device noise).
+        resolved_canary_label: the canary's label used.
+
+    Raises:
+        ValueError: for an unknown mode, a mode together with ``credit``/``max_grad_norm``,
+            or invalid setting parameters.
+        TypeError: for ``shots``/``num_examples`` that are not integers.
+
+    Source:
+        This module; the zero background is that of Nasr et al., arXiv:2302.07956 (v1).
+
+    Example:
+        >>> spec = SettingSpec("fixed_clip", clip_norm=0.25)
+        >>> spec.resolved_credit, spec.resolved_max_grad_norm, spec.resolved_canary_label
+        ('none', 0.25, 4.0)
+    """
+
+    mode: str | None = None
+    credit: str | None = None
+    max_grad_norm: float | str | None = None
+    shots: int = 2
+    theta: float = 0.3
+    num_examples: int = 30
+    target_epsilon: float = 2.0
+    target_delta: float = 1e-5
+    beta: float = 1e-3
+    depolarizing: float | None = None
+    clip_norm: float = 0.5
+    canary_label: float | None = None
+    background: str = "zero"
+    proven_epsilon_factor: float | None = None
+    label: str = dataclasses.field(init=False)
+    resolved_credit: str = dataclasses.field(init=False, repr=False)
+    resolved_max_grad_norm: float | str = dataclasses.field(init=False, repr=False)
+    depolarizing_q: float = dataclasses.field(init=False, repr=False)
+    resolved_canary_label: float = dataclasses.field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        put = object.__setattr__  # frozen: the checked values, once
+        credit, max_grad_norm, label = _setting_mode(self.mode, self.credit,
+                                                     self.max_grad_norm, self.clip_norm)
+        put(self, "label", label)
+        put(self, "resolved_credit", credit)
+        put(self, "resolved_max_grad_norm", max_grad_norm)
+        shots = check_positive_int(self.shots, "shots")
+        put(self, "shots", shots)
+        put(self, "theta", float(self.theta))
+        num_examples = check_positive_int(self.num_examples, "num_examples")
+        put(self, "num_examples", num_examples)
+        background = self.background
+        if num_examples % 2 and background == "shot":
+            raise ValueError(f"`num_examples` must be even (balanced labels ±1). Found "
+                             f"{num_examples}.")
+        if background not in BACKGROUNDS:
+            raise ValueError(f"`background` must be one of {BACKGROUNDS}. Found "
+                             f"{background!r}.")
+        canary_label = self.canary_label
+        if canary_label is None:
+            canary_label = (ZERO_BACKGROUND_CANARY_LABEL if background == "zero"
+                            else 1.0 - 0.5 / shots)
+        canary_label = check_finite_float(canary_label, "canary_label")
+        if canary_label == 0.0:
+            raise ValueError("`canary_label` must be non-zero (a canary with label 0 has no "
+                             "gradient). Found 0.0.")
+        put(self, "resolved_canary_label", canary_label)
+        depolarizing = self.depolarizing
+        q_dep = float((0.25 if credit == "depolarizing" else 0.0) if depolarizing is None
+                      else depolarizing)
+        if not 0.0 <= q_dep <= 0.75:
+            raise ValueError(f"`depolarizing` must be in [0, 0.75] (PennyLane's q). Found "
+                             f"{depolarizing!r}.")
+        put(self, "depolarizing_q", q_dep)
+
+    def make_model(self) -> Callable[[int], tuple[qml.qnn.TorchLayer, dict]]:
+        """``make_model(device_seed)`` of :func:`audit_one_step`: the setting's layer."""
+        credit = self.resolved_credit
+        use_recorder = credit not in ("none",) and credit is not None
+        return _model_factory(_setting_circuit(self.depolarizing_q), self.depolarizing_q,
+                              self.shots, self.theta, use_recorder)
+
+    def data(self) -> tuple[torch.utils.data.TensorDataset, tuple[torch.Tensor, torch.Tensor]]:
+        """:math:`D` and the canary ``(x, y)``."""
+        n, theta = self.num_examples, self.theta
+        xs = torch.full((n, 1), -theta, dtype=torch.float64)
+        ys = (torch.tensor([1.0, -1.0] * (n // 2), dtype=torch.float64)
+              if self.background == "shot" else torch.zeros(n, dtype=torch.float64))
+        canary = (torch.tensor([math.pi / 2 - theta], dtype=torch.float64),
+                  torch.tensor(float(self.resolved_canary_label), dtype=torch.float64))
+        return torch.utils.data.TensorDataset(xs, ys), canary
+
+    def make_private_kwargs(self) -> dict[str, Any]:
+        """The :func:`make_private` arguments of the mode and budget."""
+        credit, max_grad_norm = self.resolved_credit, self.resolved_max_grad_norm
+        kwargs: dict[str, Any] = dict(target_epsilon=self.target_epsilon,
+                                      target_delta=self.target_delta,
+                                      max_grad_norm=max_grad_norm, credit=credit)
+        if max_grad_norm == "certified":  # the declared bound |∂ℓ/∂f| ≤ 1: C = Δ = 1
+            kwargs["loss"] = LinearLoss()
+        if credit in ("adaptive", "isotropic"):
+            kwargs["beta"] = self.beta
+        if self.proven_epsilon_factor is not None:
+            kwargs["proven_epsilon_factor"] = self.proven_epsilon_factor
+        return kwargs
+
+
+def audit_setting(mode: str | None = None, spec: SettingSpec | None = None,
+                  trial_spec: TrialSpec | None = None, *,
+                  plot_path: str | os.PathLike | None = None, fresh: bool = False,
+                  private_hook: Callable | None = None, **options: Any) -> AuditResult:
     r"""Audit one private step of the one-qubit setting (make_private end to end, in the box).
 
     Circuit ``RY(x) RY(θ)`` on one qubit, ⟨Z⟩, one weight θ (``theta``), a QNode with
@@ -162,39 +303,18 @@ def audit_setting(mode: str | None = None, *, credit: str | None = None,
     adds :math:`(1 - p)\cdot` ``canary_label`` to it.
 
     Args:
-        mode: a key of :data:`SETTING_MODES` (``"none"``, ``"depolarizing"``,
-            ``"adaptive"``, ``"isotropic"``, ``"fixed_clip"``, ``"adaptive_clip"``); or
-            ``None`` and ``credit``/``max_grad_norm``.
-        credit: shot-noise credit mode (with ``mode=None``; default ``"none"``).
-        max_grad_norm: ``"certified"``, ``"adaptive"`` or a positive float (with
-            ``mode=None``; default ``"certified"``).
-        shots: :math:`N_s \ge 1` per shifted circuit.
-        trials: trials per world, ≥ 4.
-        seed: seeds every trial (repeatable).
-        theta: the weight θ.
-        num_examples: size of :math:`D`, a positive even number.
-        target_epsilon, target_delta: the budget (ε in nats).
-        beta: β of the ``adaptive`` and ``isotropic`` credits.
-        depolarizing: PennyLane ``DepolarizingChannel`` parameter :math:`q_{dep} \in [0, 3/4]`
-            before the measurement; its variance floor :math:`v_{\min}` comes from
-            :func:`qprldp_core.certify_device` (source ``"proven"``). Default 0.25 for
-            ``credit="depolarizing"``, else 0 (noiseless ``default.qubit``).
-        clip_norm: the clip norm of ``mode="fixed_clip"``.
-        canary_label: the canary's label (loss weight), a finite non-zero number; default 4
-            (``"zero"``) or :math:`1 - 1/(2N_s)` (``"shot"``). Above 1 in magnitude it exceeds
-            the declared loss bound, so the certified clip binds on the canary (a diagnostic of
-            the step record, never a weaker guarantee).
-        background: ``"zero"`` (zero gradients; the default) or ``"shot"`` (examples of
-            maximal shot variance; adds the ``lattice`` score).
-        estimators: which estimators bound ε (see :func:`audit_one_step`).
-        proven_epsilon_factor: passed to :func:`make_private` with a credit mode (``None``:
-            its default); a large factor lowers the noise floor, which the audit then probes.
-        confidence: joint confidence of the bounds.
+        mode: a key of :data:`SETTING_MODES` (the field ``mode`` of ``spec``), or ``None``.
+        spec: the setting (:class:`SettingSpec`: mode or credit and clip, shots, θ, data set,
+            budget, device noise, canary, background); default ``SettingSpec()``.
+        trial_spec: the trials (:class:`~pennylane_qshiftdp.audit.specs.TrialSpec`); default
+            2000 per world, seed 0, confidence 0.95, both estimators.
         plot_path: if given, the score histograms are written there (PNG).
         fresh: rebuild model and make_private for every trial (see :func:`audit_one_step`).
-        progress: optional callback ``progress(done, total)``.
         private_hook: ``None`` in normal use; **for testing the audit itself** (a broken
             mechanism), see :func:`audit_one_step`.
+        **options: fields of :class:`SettingSpec` or
+            :class:`~pennylane_qshiftdp.audit.specs.TrialSpec` as keywords (e.g.
+            ``shots=10, trials=400, seed=1``): they replace those of ``spec``/``trial_spec``.
 
     Returns:
         AuditResult: see :func:`audit_one_step`; ``label`` is the mode. Its ``ceilings`` are
@@ -208,73 +328,39 @@ def audit_setting(mode: str | None = None, *, credit: str | None = None,
 
     Raises:
         ValueError: for an unknown mode, a mode together with ``credit``/``max_grad_norm``,
-            or invalid setting parameters.
+            or invalid setting parameters (as :class:`SettingSpec` raises them) or trials.
+        TypeError: for a keyword that is no field of either spec.
 
     Example:
-        >>> r = audit_setting("none", trials=40, seed=1)
+        >>> r = audit_setting(spec=SettingSpec("none"), trial_spec=TrialSpec(40, seed=1))
         >>> r.verdict, r.epsilon_lower_bound <= r.claimed_epsilon, r.settings["canary_label"]
         ('not refuted', True, 4.0)
     """
-    credit, max_grad_norm, label = _setting_mode(mode, credit, max_grad_norm, clip_norm)
-    shots = check_positive_int(shots, "shots")
-    theta = float(theta)
-    num_examples = check_positive_int(num_examples, "num_examples")
-    if num_examples % 2 and background == "shot":
-        raise ValueError(f"`num_examples` must be even (balanced labels ±1). Found "
-                         f"{num_examples}.")
-    if background not in BACKGROUNDS:
-        raise ValueError(f"`background` must be one of {BACKGROUNDS}. Found {background!r}.")
-    if canary_label is None:
-        canary_label = (ZERO_BACKGROUND_CANARY_LABEL if background == "zero"
-                        else 1.0 - 0.5 / shots)
-    canary_label = check_finite_float(canary_label, "canary_label")
-    if canary_label == 0.0:
-        raise ValueError("`canary_label` must be non-zero (a canary with label 0 has no "
-                         "gradient). Found 0.0.")
-    q_dep = (0.25 if credit == "depolarizing" else 0.0) if depolarizing is None else depolarizing
-    q_dep = float(q_dep)
-    if not 0.0 <= q_dep <= 0.75:
-        raise ValueError(f"`depolarizing` must be in [0, 0.75] (PennyLane's q). Found "
-                         f"{depolarizing!r}.")
-    circuit = _setting_circuit(q_dep)
-    use_recorder = credit not in ("none",) and credit is not None
-
-    make_model = _model_factory(circuit, q_dep, shots, theta, use_recorder)
-
-    n = num_examples
-    xs = torch.full((n, 1), -theta, dtype=torch.float64)
-    ys = (torch.tensor([1.0, -1.0] * (n // 2), dtype=torch.float64) if background == "shot"
-          else torch.zeros(n, dtype=torch.float64))
-    canary = (torch.tensor([math.pi / 2 - theta], dtype=torch.float64),
-              torch.tensor(float(canary_label), dtype=torch.float64))
-    kwargs: dict[str, Any] = dict(target_epsilon=target_epsilon, target_delta=target_delta,
-                                  max_grad_norm=max_grad_norm, credit=credit)
-    if max_grad_norm == "certified":  # the declared bound |∂ℓ/∂f| ≤ 1: C = Δ = 1
-        kwargs["loss"] = LinearLoss()
-    if credit in ("adaptive", "isotropic"):
-        kwargs["beta"] = beta
-    if proven_epsilon_factor is not None:
-        kwargs["proven_epsilon_factor"] = proven_epsilon_factor
+    options = dict(options)
+    if mode is not None:
+        options["mode"] = mode
+    spec = spec_from(SettingSpec, spec, options, "spec")
+    trial_spec = spec_from(TrialSpec, trial_spec, options, "trial_spec", trials=2000)
+    reject_unknown("audit_setting", options)
+    data, canary = spec.data()
     # Shift coefficient |c| = 1/2, outcomes ±1, label weights ±1: sums lie on (1/Ns)ℤ.
-    step = 0.5 * 2.0 / shots
+    step = 0.5 * 2.0 / spec.shots
     # The canary's expected per-example gradient of ℓ = -y f: y (1 - p) sin(π/2) with
     # p = 4 q_dep / 3; only its sign matters in one dimension.
+    canary_label = spec.resolved_canary_label
     direction = [math.copysign(1.0, float(canary_label)) if canary_label else 1.0]
-    result = audit_one_step(make_model, lambda: _weighted_linear_loss,
-                            torch.utils.data.TensorDataset(xs, ys),
-                            canary, trials=trials, seed=seed,
-                            lattice_step=step if background == "shot" else None,
-                            canary_direction=direction, confidence=confidence, label=label,
-                            fresh=fresh, progress=progress, estimators=estimators,
-                            private_hook=private_hook, **kwargs)
+    result = audit_one_step(spec.make_model(), lambda: _weighted_linear_loss, data, canary,
+                            trial_spec, lattice_step=step if spec.background == "shot" else None,
+                            canary_direction=direction, label=spec.label, fresh=fresh,
+                            private_hook=private_hook, **spec.make_private_kwargs())
     settings = dict(result.settings)
-    settings.update(circuit="RY(x) RY(θ), <Z>, one qubit", theta=theta, shots=shots,
+    theta, q_dep = spec.theta, spec.depolarizing_q
+    settings.update(circuit="RY(x) RY(θ), <Z>, one qubit", theta=theta, shots=spec.shots,
                     device="default.mixed" if q_dep else "default.qubit",
                     depolarizing_q=q_dep, canary_x=math.pi / 2 - theta,
                     canary_label=float(canary_label), data_x=-theta, sample_rate=1.0, lr=1.0,
-                    background=background)
+                    background=spec.background)
     result = dataclasses.replace(result, settings=settings)
     if plot_path is not None:
         plot_audit(result, plot_path)
     return result
-

@@ -33,10 +33,11 @@ References:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import warnings
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -50,6 +51,7 @@ from ..accountants.ledger import PrivacyLedger
 from ..optimizers.optimizer import QShiftDPOptimizer
 from .result import AuditResult, analyse_releases
 from .scores import projection_score
+from .specs import TrialSpec, reject_unknown, spec_from
 from .statistics import OneRunBound, max_certifiable_one_run_epsilon, one_run_bound
 
 if TYPE_CHECKING:
@@ -57,6 +59,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "OneRunResult",
+    "OptimizerSpec",
+    "WhiteBoxSpec",
     "audit_optimizer",
     "audit_optimizer_one_run",
     "audit_release",
@@ -150,15 +154,12 @@ def _canary_direction(rel_d: np.ndarray, rel_dp: np.ndarray, fail_d: np.ndarray,
     return direction
 
 
-def audit_release(release: Callable, dataset: object, dataset_with_canary: object, *,
-                  delta: float, trials: int = 2000, seed: int = 0,
+def audit_release(release: Callable, dataset: object, dataset_with_canary: object,
+                  trial_spec: TrialSpec | None = None, *, delta: float,
                   claimed_epsilon: float | None = None, target_epsilon: float | None = None,
                   canary_direction: ArrayLike | None = None,
-                  scores: Mapping[str, Callable] | None = None, confidence: float = 0.95,
-                  estimators: Collection[str] = ("clopper_pearson", "gdp"),
-                  label: str = "release",
-                  settings: Mapping | None = None, progress: Callable | None = None
-                  ) -> AuditResult:
+                  scores: Mapping[str, Callable] | None = None, label: str = "release",
+                  settings: Mapping | None = None, **options: Any) -> AuditResult:
     r"""Audit any mechanism given as ``release(dataset, seed)`` on :math:`D` and :math:`D'`.
 
     For every trial and world the audit calls ``release(D, seed)`` / ``release(D', seed)`` with
@@ -172,9 +173,12 @@ def audit_release(release: Callable, dataset: object, dataset_with_canary: objec
             with the ε the mechanism claims after the run (e.g. its ledger's).
         dataset: :math:`D`, passed to ``release`` as is.
         dataset_with_canary: :math:`D'` (:math:`D` with the canary), passed as is.
+        trial_spec: the trials (:class:`~pennylane_qshiftdp.audit.specs.TrialSpec`): trials
+            per world, ≥ 8; the seed that derives every trial's seed (repeatable); the joint
+            confidence of every bound, in (0, 1); the estimators, a subset of
+            ``("clopper_pearson", "gdp")``; an optional ``progress(done, total)`` callback.
+            Default 2000 trials, seed 0, confidence 0.95, both estimators.
         delta: δ of the claim, in (0, 1).
-        trials: trials per world, ≥ 8.
-        seed: derives every trial's seed (repeatable).
         claimed_epsilon: the claim, if ``release`` does not return one (the largest of both
             is used).
         target_epsilon: the mechanism's budget, reported only.
@@ -182,17 +186,18 @@ def audit_release(release: Callable, dataset: object, dataset_with_canary: objec
             estimates it from the first quarter of the trials (mean release on :math:`D'` minus
             on :math:`D`), which lies in every estimator's selection part.
         scores: extra scores, name -> ``f(releases (trials, K)) -> (trials,)``.
-        confidence: joint confidence of every bound, in (0, 1).
-        estimators: a subset of ``("clopper_pearson", "gdp")``.
         label: the configuration's name.
         settings: JSON-friendly description recorded in the result.
-        progress: optional ``progress(done, total)`` callback.
+        **options: fields of :class:`~pennylane_qshiftdp.audit.specs.TrialSpec` as keywords
+            (``trials``, ``seed``, ``confidence``, ``estimators``, ``progress``): they replace
+            those of ``trial_spec``.
 
     Returns:
         AuditResult: bounds, ceilings, findings, verdict against the largest claim.
 
     Raises:
         ValueError: for invalid ``trials``, δ or confidence, or if no claim is given at all.
+        TypeError: for a keyword that is no field of the trial spec.
 
     References:
         Nasr et al., arXiv:2302.07956 (v1); Jagielski et al., arXiv:2006.07709 (v1).
@@ -206,14 +211,16 @@ def audit_release(release: Callable, dataset: object, dataset_with_canary: objec
         ('not refuted', ())
     """
     t0 = time.perf_counter()
-    trials = check_positive_int(trials, "trials")
+    options = dict(options)
+    spec = spec_from(TrialSpec, trial_spec, options, "trial_spec", trials=2000)
+    reject_unknown("audit_release", options)
+    trials, seed, confidence = spec.trials, spec.seed, spec.confidence
     if trials < 8:
         raise ValueError(f"`trials` must be at least 8. Found {trials}.")
     delta = check_delta(delta, "delta")
-    confidence = check_probability(confidence, "confidence", open_low=True, open_high=True)
     seeds = _world_seeds(seed, trials)
     rels, failed, errors, claims, credited, caught, width = _run_trials(
-        release, (dataset, dataset_with_canary), seeds, trials, progress)
+        release, (dataset, dataset_with_canary), seeds, trials, spec.progress)
     if claimed_epsilon is not None:
         claims.append(float(check_epsilon(claimed_epsilon, "claimed_epsilon")))
     if not claims and not all(failed[0] + failed[1]):
@@ -229,7 +236,7 @@ def audit_release(release: Callable, dataset: object, dataset_with_canary: objec
     scorers.update(scores or {})
     a = analyse_releases(rel_d, rel_dp, scorers=scorers, delta=delta, confidence=confidence,
                          fail_d=fail_d, fail_dp=fail_dp, errors=tuple(errors),
-                         estimators=estimators)
+                         estimators=spec.estimators)
     return AuditResult(
         label=label, status="audited", message=None, trials=trials, seed=seed,
         target_epsilon=None if target_epsilon is None else float(target_epsilon), delta=delta,
@@ -421,17 +428,125 @@ def zero_background(shapes: Sequence[Sequence[int]] = ((2,),), *, background: in
     return d, torch.cat([d, canary[None]]), direction
 
 
-def audit_optimizer(optimizer_class: type[DPOptimizer] = QShiftDPOptimizer, *,
-                    target_epsilon: float = 2.0, target_delta: float = 1e-5, steps: int = 1,
-                    trials: int = 10000, seed: int = 0,
-                    shapes: Sequence[Sequence[int]] = ((2,),), max_grad_norm: float = 1.0,
-                    clip_norms: Sequence[float] | None = None, canary_norm: float = 4.0,
-                    background: int = 1, orthogonal: bool = False,
-                    adaptive_clipping: Mapping | None = None, confidence: float = 0.95,
-                    estimators: Collection[str] = ("clopper_pearson", "gdp"),
-                    accountant: str = DEFAULT_ACCOUNTANT,
-                    optimizer_kwargs: Mapping | None = None, label: str | None = None,
-                    progress: Callable | None = None) -> AuditResult:
+@dataclasses.dataclass(frozen=True)
+class OptimizerSpec:
+    r"""The DP optimizer's run that a white-box audit gives its canaries: budget, steps, clip.
+
+    Validated when built (the values are kept as given). :func:`audit_optimizer_one_run` takes
+    it; :func:`audit_optimizer` takes its extension :class:`WhiteBoxSpec`.
+
+    Attributes:
+        target_epsilon, target_delta: the budget (ε in nats; σ is calibrated for it).
+        steps: steps T ≥ 1 of the run; the canary is in every step (q = 1).
+        max_grad_norm: the clip norm C (flat clipping, or the initial clip norm of adaptive
+            clipping).
+        canary_norm: canary gradient norm in clip norms (default 4: a missing clip shows).
+        accountant: ``"pld"`` (default), ``"rdp"`` or ``"prv"``.
+        optimizer_kwargs: further keyword arguments of the optimizer class.
+
+    Raises:
+        TypeError: for a budget that is not a real number or ``steps`` not an integer.
+        ValueError: for an invalid budget or ``steps < 1``.
+
+    Source:
+        This module; the gradient canaries are those of Nasr et al., arXiv:2302.07956 (v1).
+
+    Example:
+        >>> OptimizerSpec(steps=4).target_epsilon
+        2.0
+    """
+
+    target_epsilon: float = 2.0
+    target_delta: float = 1e-5
+    steps: int = 1
+    max_grad_norm: float = 1.0
+    canary_norm: float = 4.0
+    accountant: str = DEFAULT_ACCOUNTANT
+    optimizer_kwargs: Mapping | None = None
+
+    def __post_init__(self) -> None:
+        check_epsilon(self.target_epsilon, "target_epsilon")
+        check_delta(self.target_delta, "target_delta")
+        check_positive_int(self.steps, "steps")
+
+    def release(self, optimizer_class: type[DPOptimizer], **more: Any) -> Callable:
+        """:func:`optimizer_release` of ``optimizer_class`` for this run (``more``: its
+        further arguments, e.g. ``shapes``)."""
+        return optimizer_release(optimizer_class, target_epsilon=self.target_epsilon,
+                                 target_delta=self.target_delta, steps=self.steps,
+                                 max_grad_norm=self.max_grad_norm, accountant=self.accountant,
+                                 optimizer_kwargs=self.optimizer_kwargs, **more)
+
+
+@dataclasses.dataclass(frozen=True)
+class WhiteBoxSpec(OptimizerSpec):
+    r"""The mechanism :func:`audit_optimizer` audits: an :class:`OptimizerSpec` and its data.
+
+    Attributes:
+        shapes: parameter shapes (see :func:`optimizer_release`), e.g. ``((4,), (3, 2))``.
+        clip_norms: per-parameter clip norms (per-layer clipping), one per shape, or ``None``.
+        background: examples in :math:`D`, ≥ 1 (see :func:`zero_background`).
+        orthogonal: random background gradients orthogonal to the canary.
+        adaptive_clipping: the product optimizer's adaptive-clipping dict, or ``None``.
+
+    The fields of :class:`OptimizerSpec` come first (``canary_norm`` must be positive and
+    finite here).
+
+    Raises:
+        TypeError: as :class:`OptimizerSpec`, or for a ``background`` that is no integer.
+        ValueError: as :class:`OptimizerSpec`, or for empty shapes, ``background < 1``, an
+            invalid ``canary_norm`` or not one clip norm per shape.
+
+    Source:
+        This module; Nasr et al., arXiv:2302.07956 (v1), §3–4 (zero background).
+
+    Example:
+        >>> WhiteBoxSpec(shapes=((4,), (3, 2)), clip_norms=(1.0, 2.0)).background
+        1
+    """
+
+    shapes: Sequence[Sequence[int]] = ((2,),)
+    clip_norms: Sequence[float] | None = None
+    background: int = 1
+    orthogonal: bool = False
+    adaptive_clipping: Mapping | None = None
+
+    def __post_init__(self) -> None:
+        shapes, _ = _group_sizes(self.shapes)
+        check_positive_int(self.background, "background")
+        canary_norm = self.canary_norm
+        if not (canary_norm > 0 and math.isfinite(canary_norm)):
+            raise ValueError(f"`canary_norm` must be positive and finite. Found "
+                             f"{canary_norm!r}.")
+        super().__post_init__()
+        clip_norms = self.clip_norms
+        if clip_norms is not None and len(clip_norms) != len(shapes):
+            raise ValueError(f"`clip_norms` must have one norm per shape ({len(shapes)}). "
+                             f"Found {clip_norms!r}.")
+
+    def data(self, seed: int) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+        """:func:`zero_background` of this spec: ``(D, D', direction)``."""
+        return zero_background(self.shapes, background=self.background,
+                               canary_norm=self.canary_norm, max_grad_norm=self.max_grad_norm,
+                               clip_norms=self.clip_norms, orthogonal=self.orthogonal,
+                               seed=seed)
+
+    def settings(self, optimizer_class: type, noise_multiplier: float) -> dict[str, Any]:
+        """The JSON-friendly description an :class:`AuditResult` records."""
+        clip_norms, adaptive = self.clip_norms, self.adaptive_clipping
+        return dict(optimizer=optimizer_class.__name__, target_epsilon=self.target_epsilon,
+                    target_delta=self.target_delta, steps=self.steps,
+                    shapes=[list(s) for s in self.shapes], max_grad_norm=self.max_grad_norm,
+                    clip_norms=None if clip_norms is None else list(clip_norms),
+                    canary_norm=self.canary_norm, background=self.background,
+                    orthogonal=self.orthogonal,
+                    adaptive_clipping=None if adaptive is None else dict(adaptive),
+                    noise_multiplier=noise_multiplier, white_box=True)
+
+
+def audit_optimizer(optimizer_class: type[DPOptimizer] = QShiftDPOptimizer,
+                    spec: WhiteBoxSpec | None = None, trial_spec: TrialSpec | None = None, *,
+                    label: str | None = None, **options: Any) -> AuditResult:
     r"""White-box audit of a DP optimizer with a full-sensitivity gradient canary.
 
     :func:`zero_background` builds :math:`D` and :math:`D'`, :func:`optimizer_release` runs
@@ -445,65 +560,51 @@ def audit_optimizer(optimizer_class: type[DPOptimizer] = QShiftDPOptimizer, *,
     Args:
         optimizer_class: the optimizer to audit (default the product's); any subclass of
             :class:`~pennylane_qshiftdp.QShiftDPOptimizer` or Opacus's ``DPOptimizer``.
-        target_epsilon, target_delta: the budget (ε in nats).
-        steps: steps per run; the canary is in every step (q = 1).
-        trials: runs per world (default 10 000: ceilings ≈ 6.9 for Clopper–Pearson and ≈ 47
-            for Gaussian DP at 95 %).
-        seed: seeds every run.
-        shapes, max_grad_norm, clip_norms: parameters and clipping (see
-            :func:`optimizer_release`).
-        canary_norm: canary gradient norm in clip norms (default 4: a missing clip shows).
-        background, orthogonal: the other examples (see :func:`zero_background`).
-        adaptive_clipping: the product optimizer's adaptive-clipping dict, or ``None``.
-        confidence: joint confidence, in (0, 1).
-        estimators: a subset of ``("clopper_pearson", "gdp")``.
-        accountant: ``"pld"`` (default), ``"rdp"`` or ``"prv"``.
-        optimizer_kwargs: further keyword arguments of ``optimizer_class``.
+        spec: the mechanism (:class:`WhiteBoxSpec`: budget, steps, parameter shapes and
+            clipping, canary norm, background, adaptive clipping, accountant, optimizer
+            arguments); default ``WhiteBoxSpec()`` (ε = 2, δ = 1e-5, one step).
+        trial_spec: the trials (:class:`~pennylane_qshiftdp.audit.specs.TrialSpec`); default
+            10 000 runs per world (ceilings ≈ 6.9 for Clopper–Pearson and ≈ 47 for Gaussian
+            DP at 95 %), seed 0 (it also seeds the orthogonal background), both estimators.
         label: the result's name (default the class name).
-        progress: optional ``progress(done, total)`` callback.
+        **options: fields of :class:`WhiteBoxSpec` or
+            :class:`~pennylane_qshiftdp.audit.specs.TrialSpec` as keywords (e.g.
+            ``steps=4, trials=400``): they replace those of ``spec``/``trial_spec``.
 
     Returns:
         AuditResult: see :func:`audit_release`.
 
     Raises:
         ValueError: for invalid settings.
+        TypeError: for a keyword that is no field of either spec.
 
     References:
         Nasr et al., arXiv:2302.07956 (v1), §3–4.
 
     Example:
-        >>> r = audit_optimizer(trials=400)
+        >>> r = audit_optimizer(trial_spec=TrialSpec(400))
         >>> r.verdict, r.claimed_epsilon < 2.0
         ('not refuted', True)
     """
-    d, dp, u = zero_background(shapes, background=background, canary_norm=canary_norm,
-                               max_grad_norm=max_grad_norm, clip_norms=clip_norms,
-                               orthogonal=orthogonal, seed=seed)
-    release = optimizer_release(optimizer_class, target_epsilon=target_epsilon,
-                                target_delta=target_delta, steps=steps,
-                                max_grad_norm=max_grad_norm, shapes=shapes,
-                                clip_norms=clip_norms, adaptive_clipping=adaptive_clipping,
-                                accountant=accountant, expected_batch_size=background,
-                                optimizer_kwargs=optimizer_kwargs)
+    options = dict(options)
+    spec = spec_from(WhiteBoxSpec, spec, options, "spec")
+    trial_spec = spec_from(TrialSpec, trial_spec, options, "trial_spec", trials=10000)
+    reject_unknown("audit_optimizer", options)
+    d, dp, u = spec.data(trial_spec.seed)
+    release = spec.release(optimizer_class, shapes=spec.shapes, clip_norms=spec.clip_norms,
+                           adaptive_clipping=spec.adaptive_clipping,
+                           expected_batch_size=spec.background)
     extra = {}
     direction = u
-    if adaptive_clipping is not None:
+    if spec.adaptive_clipping is not None:
         direction = np.append(u, 0.0)
         extra["clip_count"] = lambda r: r[:, -1]
-    settings = dict(optimizer=optimizer_class.__name__, target_epsilon=target_epsilon,
-                    target_delta=target_delta, steps=steps, shapes=[list(s) for s in shapes],
-                    max_grad_norm=max_grad_norm,
-                    clip_norms=None if clip_norms is None else list(clip_norms),
-                    canary_norm=canary_norm, background=background, orthogonal=orthogonal,
-                    adaptive_clipping=None if adaptive_clipping is None
-                    else dict(adaptive_clipping),
-                    noise_multiplier=release.noise_multiplier,  # type: ignore[attr-defined]
-                    white_box=True)
-    return audit_release(release, d, dp, delta=target_delta, trials=trials, seed=seed,
-                         target_epsilon=target_epsilon, canary_direction=direction,
-                         scores=extra, confidence=confidence, estimators=estimators,
-                         label=label or optimizer_class.__name__, settings=settings,
-                         progress=progress)
+    settings = spec.settings(optimizer_class,
+                             release.noise_multiplier)  # type: ignore[attr-defined]
+    return audit_release(release, d, dp, trial_spec, delta=spec.target_delta,
+                         target_epsilon=spec.target_epsilon, canary_direction=direction,
+                         scores=extra, label=label or optimizer_class.__name__,
+                         settings=settings)
 
 
 # ============================================================================ one run
@@ -538,14 +639,11 @@ class OneRunResult(dict):
                 f"[{self['seconds']:.1f} s]")
 
 
-def audit_optimizer_one_run(optimizer_class: type[DPOptimizer] = QShiftDPOptimizer, *,
-                            canaries: int = 1000, target_epsilon: float = 2.0,
-                            target_delta: float = 1e-5, steps: int = 1, seed: int = 0,
-                            max_grad_norm: float = 1.0, canary_norm: float = 4.0,
-                            confidence: float = 0.95, guesses: Iterable[int] | None = None,
-                            accountant: str = DEFAULT_ACCOUNTANT,
-                            optimizer_kwargs: Mapping | None = None,
-                            label: str | None = None) -> OneRunResult:
+def audit_optimizer_one_run(optimizer_class: type[DPOptimizer] = QShiftDPOptimizer,
+                            spec: OptimizerSpec | None = None, *, canaries: int = 1000,
+                            seed: int = 0, confidence: float = 0.95,
+                            guesses: Iterable[int] | None = None, label: str | None = None,
+                            **options: Any) -> OneRunResult:
     r"""One-run white-box audit: m gradient canaries, each in or out by a fair coin, one run.
 
     Canary i has gradient ``canary_norm`` × C along coordinate i of an m-dimensional parameter;
@@ -558,21 +656,24 @@ def audit_optimizer_one_run(optimizer_class: type[DPOptimizer] = QShiftDPOptimiz
 
     Args:
         optimizer_class: the optimizer to audit (see :func:`audit_optimizer`).
+        spec: the run (:class:`OptimizerSpec`: budget, steps, clip norm C, canary norm,
+            accountant, optimizer arguments); default ``OptimizerSpec()``. A
+            :class:`WhiteBoxSpec` is refused (its shapes and background have no meaning here).
         canaries: m ≥ 2.
-        target_epsilon: the budget ε (nats), as in :func:`audit_optimizer`.
-        target_delta: the budget δ.
-        steps: steps of the run.
-        max_grad_norm: the clip norm C.
-        canary_norm: canary gradient norm in clip norms.
-        accountant: ``"pld"`` (default), ``"rdp"`` or ``"prv"``.
-        optimizer_kwargs: further keyword arguments of ``optimizer_class``.
         seed: seeds the coins and the run.
         confidence: confidence of the bound, in (0, 1).
         guesses: guess counts (default as in ``one_run_bound``).
         label: the result's name.
+        **options: fields of :class:`OptimizerSpec` as keywords (e.g. ``steps=4``): they
+            replace those of ``spec``.
 
     Returns:
         OneRunResult: the claim, the bound and its ceiling.
+
+    Raises:
+        ValueError: for fewer than 2 canaries, an invalid confidence or an invalid run.
+        TypeError: for a :class:`WhiteBoxSpec` or a keyword that is no field of
+            :class:`OptimizerSpec`.
 
     References:
         Steinke, Nasr, Jagielski, arXiv:2305.08846 (v1), Algorithm 1, Thm. 3.1.
@@ -583,6 +684,13 @@ def audit_optimizer_one_run(optimizer_class: type[DPOptimizer] = QShiftDPOptimiz
         ('not refuted', True)
     """
     t0 = time.perf_counter()
+    if isinstance(spec, WhiteBoxSpec):
+        raise TypeError("`spec` must be an OptimizerSpec, not a WhiteBoxSpec (the one-run audit "
+                        "has one parameter of m coordinates and no background).")
+    options = dict(options)
+    spec = spec_from(OptimizerSpec, spec, options, "spec")
+    reject_unknown("audit_optimizer_one_run", options)
+    target_delta, max_grad_norm = spec.target_delta, spec.max_grad_norm
     m = check_positive_int(canaries, "canaries")
     if m < 2:
         raise ValueError(f"`canaries` must be at least 2. Found {m}.")
@@ -591,11 +699,8 @@ def audit_optimizer_one_run(optimizer_class: type[DPOptimizer] = QShiftDPOptimiz
     included = rng.random(m) < 0.5
     grads = torch.zeros(int(included.sum()), m, dtype=torch.float64)
     grads[torch.arange(grads.shape[0]), torch.as_tensor(np.flatnonzero(included))] = (
-        canary_norm * max_grad_norm)
-    release = optimizer_release(optimizer_class, target_epsilon=target_epsilon,
-                                target_delta=target_delta, steps=steps,
-                                max_grad_norm=max_grad_norm, shapes=((m,),),
-                                accountant=accountant, optimizer_kwargs=optimizer_kwargs)
+        spec.canary_norm * max_grad_norm)
+    release = spec.release(optimizer_class, shapes=((m,),))
     alpha = 1.0 - confidence
     finding, claim = None, None
     try:
@@ -616,7 +721,7 @@ def audit_optimizer_one_run(optimizer_class: type[DPOptimizer] = QShiftDPOptimiz
     refuted = claim is not None and eps > claim
     verdict = ("PROVEN CLAIM REFUTED" if refuted else
                f"finding: {finding}" if finding else "not refuted")
-    return OneRunResult(label=label or optimizer_class.__name__, canaries=m, steps=steps,
+    return OneRunResult(label=label or optimizer_class.__name__, canaries=m, steps=spec.steps,
                         claimed_epsilon=claim, delta=target_delta, bound=bound,
                         epsilon_lower_bound=eps, ceiling=ceiling, confidence=confidence,
                         verdict=verdict, seconds=time.perf_counter() - t0, finding=finding)

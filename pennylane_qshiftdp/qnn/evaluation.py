@@ -562,12 +562,13 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
     diff_idx, w_idx, x_idx, broadcast = prep.diff_idx, prep.w_idx, prep.x_idx, prep.broadcast
     batch, layout, bad, single_output = prep.batch, prep.layout, prep.bad, prep.single_output
     num_meas = len(tape.measurements)
-    weight_rows = [diff_idx.index(i) for i in w_idx]
-    input_rows = [diff_idx.index(i) for i in x_idx]
     total = sum(p.numel() for p in prep.w_leaves)
     wjac = (torch.stack([deps[i][1] for i in w_idx]) if w_idx
             else torch.zeros(0, total, dtype=torch.float64))
-    input_jacs = [deps[i][2].reshape(batch, -1) for i in x_idx]
+    rows = _BatchRows(batch=batch, bad=bad, weight_rows=[diff_idx.index(i) for i in w_idx],
+                      weight_jacobian=wjac, input_rows=[diff_idx.index(i) for i in x_idx],
+                      input_jacobians=[deps[i][2].reshape(batch, -1) for i in x_idx],
+                      layout=layout, single_output=single_output)
 
     device = qnode.device
     exact = shot_sampling(qnode) == "exact_law" and bool(tape.shots)
@@ -598,8 +599,7 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
     if choose_route(qnode, tape, diff_idx, recorder=recorder) == "adjoint":
         # Analytic on a state-vector simulator: one forward and one backward sweep.
         out, jac = adjoint_jacobian(fwd, diff_idx)
-        return _evaluation(out, jac, batch, bad, weight_rows, wjac, input_rows, input_jacs,
-                           layout, single_output, (1,) * num_meas, scalar_measurements(tape),
+        return _evaluation(out, jac, rows, (1,) * num_meas, scalar_measurements(tape),
                            "adjoint")
     rep = fwd.bind_new_parameters(unbroadcast(np_params, broadcast), list(range(len(np_params))))
     rep.trainable_params = diff_idx
@@ -629,15 +629,30 @@ def evaluate_layer(layer: qml.qnn.TorchLayer, inputs: torch.Tensor, *,
     else:
         grad = rule.fn(results[1:])
     jac = _jacobian_array(grad, res_batch, num_meas, len(diff_idx))
-    return _evaluation(out, jac, batch, bad, weight_rows, wjac, input_rows, input_jacs, layout,
-                       single_output, sizes, scalar_measurements(tape), "parameter_shift")
+    return _evaluation(out, jac, rows, sizes, scalar_measurements(tape), "parameter_shift")
 
 
-def _evaluation(out, jac, batch, bad, weight_rows, wjac, input_rows, input_jacs, layout,
-                single_output, sizes, scalars, route) -> LayerEvaluation:
+@dataclasses.dataclass(frozen=True)
+class _BatchRows:
+    """What :func:`evaluate_layer` knows of the batch before executing: its size, the rows
+    with a non-finite input, where the weights and inputs enter the differentiated gate
+    parameters (the fields of :class:`LayerEvaluation` of the same names), the layout."""
+
+    batch: int
+    bad: np.ndarray
+    weight_rows: list
+    weight_jacobian: torch.Tensor
+    input_rows: list
+    input_jacobians: list
+    layout: OutputLayout
+    single_output: bool
+
+
+def _evaluation(out, jac, rows: _BatchRows, sizes, scalars, route) -> LayerEvaluation:
     """The :class:`LayerEvaluation` of outputs ``(B', n_out)`` and Jacobians
     ``(B', n_out, n_diff)`` (``B'`` 1 for an unbroadcast tape, shared by the batch); rows with
     a non-finite input read NaN."""
+    batch, bad, input_jacs = rows.batch, rows.bad, rows.input_jacobians
     if out.shape[0] != batch:
         out = np.broadcast_to(out, (batch, out.shape[1])).copy()
         jac = np.broadcast_to(jac, (batch, *jac.shape[1:])).copy()
@@ -649,12 +664,12 @@ def _evaluation(out, jac, batch, bad, weight_rows, wjac, input_rows, input_jacs,
     return LayerEvaluation(
         outputs=torch.as_tensor(out),
         jacobian=torch.as_tensor(jac),
-        weight_rows=weight_rows,
-        weight_jacobian=wjac,
-        input_rows=input_rows,
+        weight_rows=rows.weight_rows,
+        weight_jacobian=rows.weight_jacobian,
+        input_rows=rows.input_rows,
         input_jacobians=input_jacs,
-        layout=layout,
-        single_output=single_output,
+        layout=rows.layout,
+        single_output=rows.single_output,
         output_sizes=sizes,
         output_scalars=scalars,
         route=route,

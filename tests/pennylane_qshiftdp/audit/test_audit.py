@@ -1,5 +1,6 @@
 """Privacy audit: Clopper–Pearson closed forms, split-half bounds, every mode of the setting."""
 
+import dataclasses
 import json
 import math
 import re
@@ -291,6 +292,58 @@ def test_fixed_arguments_are_refused_by_name():
                                                    "finite. Found 0.")):
         au.audit_one_step(*args, trials=4, target_epsilon=1.0, target_delta=DELTA,
                           lattice_step=0)
+
+
+# ------------------------------------------------------------------ specs (issue 46)
+def test_specs_and_keywords_are_the_same_audit():
+    """A spec, its fields as keywords, or a spec with keywords replacing fields: one audit."""
+    kw = au.audit_setting("isotropic", shots=10, trials=8, seed=1, background="shot")
+    spec = au.audit_setting(spec=au.SettingSpec("isotropic", shots=10, background="shot"),
+                            trial_spec=au.TrialSpec(8, seed=1))
+    mixed = au.audit_setting("isotropic", au.SettingSpec(shots=3, background="shot"),
+                             au.TrialSpec(50, seed=1), shots=10, trials=8)
+    for r in (spec, mixed):
+        np.testing.assert_array_equal(np.stack(r.releases), np.stack(kw.releases))
+        assert r.settings == kw.settings and r.label == kw.label == "isotropic"
+    opt_kw = au.audit_optimizer(steps=2, trials=40, seed=2)
+    opt = au.audit_optimizer(QShiftDPOptimizer, au.WhiteBoxSpec(steps=2), au.TrialSpec(40, seed=2))
+    np.testing.assert_array_equal(np.stack(opt.releases), np.stack(opt_kw.releases))
+    assert opt.settings == opt_kw.settings
+    one_kw = au.audit_optimizer_one_run(canaries=50, seed=3, steps=2)
+    one = au.audit_optimizer_one_run(spec=au.OptimizerSpec(steps=2), canaries=50, seed=3)
+    assert one.epsilon_lower_bound == one_kw.epsilon_lower_bound
+    assert one.claimed_epsilon == one_kw.claimed_epsilon
+
+
+def test_specs_validate_when_built_and_refuse_unknown_keywords():
+    with pytest.raises(ValueError, match=re.escape("Give either `mode` or `credit`")):
+        au.SettingSpec("none", credit="adaptive")
+    with pytest.raises(ValueError, match=re.escape("`canary_label` must be non-zero")):
+        au.SettingSpec(canary_label=0.0)
+    with pytest.raises(ValueError, match=re.escape("`confidence` must be in (0, 1)")):
+        au.TrialSpec(10, confidence=1.0)
+    with pytest.raises(ValueError, match=re.escape("`canary_norm` must be positive")):
+        au.WhiteBoxSpec(canary_norm=0.0)
+    with pytest.raises(ValueError, match=re.escape("`clip_norms` must have one norm per shape")):
+        au.WhiteBoxSpec(shapes=((2,), (1,)), clip_norms=(1.0,))
+    with pytest.raises(ValueError, match="target_epsilon"):
+        au.OptimizerSpec(target_epsilon=-1.0)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'shot'"):
+        au.audit_setting("none", shot=2)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'shapes'"):
+        au.audit_optimizer_one_run(shapes=((3,),))
+    with pytest.raises(TypeError, match="`spec` must be an OptimizerSpec"):
+        au.audit_optimizer_one_run(spec=au.WhiteBoxSpec())
+    with pytest.raises(TypeError, match="`trial_spec` must be a TrialSpec"):
+        au.audit_release(lambda d, s: np.zeros(1), [0.0], [1.0], {"trials": 8}, delta=DELTA)
+    args = (lambda seed: None, lambda: None, [(np.zeros(1), 1.0)], (np.zeros(1), 1.0))
+    with pytest.raises(TypeError, match="missing its trials"):
+        au.audit_one_step(*args, target_epsilon=1.0, target_delta=DELTA)
+    # a replaced field resolves the defaults afresh (the shot background's canary label)
+    spec = au.SettingSpec(shots=2)
+    assert spec.resolved_canary_label == au.setting.ZERO_BACKGROUND_CANARY_LABEL
+    shot = dataclasses.replace(spec, background="shot")
+    assert shot.resolved_canary_label == 0.75 and shot.canary_label is None
 
 
 # ------------------------------------------------------------------ CLI
