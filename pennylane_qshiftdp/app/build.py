@@ -53,6 +53,13 @@ _SIMULATORS = ("default.qubit", "lightning.qubit", "lightning.gpu", "lightning.k
                "default.mixed")
 
 
+def evaluation_device(config, device: str) -> str:
+    """The device of the test metrics: the training ``device`` if it is one of PennyLane's
+    simulators or ``eval_shots`` is given, else default.qubit (the noiseless circuit)."""
+    return device if config.eval_shots is not None or device in _SIMULATORS \
+        else "default.qubit"
+
+
 def device_options(config, device: str) -> dict:
     """Keyword arguments of the training device: the noise model of ``config.noise_model``
     for qiskit.aer (:func:`~.noise_spec.load_noise_model`: a backend of

@@ -39,13 +39,13 @@ from ..gradients.shot_statistics import ShotRecorder
 from ..optimizers.diagnosis import stuck_run_cause
 from ..privacy_engine import make_private
 from .build import (
-    _SIMULATORS,
     apply_job_limits,
     apply_shot_budget,
     auto_shots,
     certified_sensitivity,
     check_job_limits,
     device_options,
+    evaluation_device,
     make_loss,
     model_factory,
     noise_model_text,
@@ -185,8 +185,7 @@ class TrainingRun:
         self.shots, self.device, self.make, self.recorder = shots, device, make, recorder
         self.model = make(shots, seed_for(config.seed, 0, 0), recorder)
         self._build_device()
-        self.eval_device = device if config.eval_shots is not None or device in _SIMULATORS \
-            else "default.qubit"
+        self.eval_device = evaluation_device(config, device)
         self.eval_model = make(config.eval_shots, seed_for(config.seed, 0, 4),
                                device=self.eval_device)
         self.sgd = torch.optim.SGD(self.model.parameters(), lr=config.lr)
