@@ -176,7 +176,7 @@ def _task(config: TrainConfig, ckpt: dict,
                         what="predict (refitting the run's feature map)",
                         fix="the feature map is refitted from the run's training data: restore "
                             "them at the path the run read")
-    from .job import task_record
+    from .build import task_record
 
     return task_record(data, config), data.transform
 
@@ -201,8 +201,8 @@ def load_run(run_dir: str | os.PathLike) -> RunModel:
         run.predict([[5.1, 3.5, 1.4, 0.2]])         # ['setosa']
         predicted, true = run.predict_csv("flowers.csv", label_column="species")
     """
+    from .build import model_factory, resolve_device
     from .data import fixed_feature_map
-    from .job import model_factory, resolve_device
     from .models import HybridClassifier, QuantumClassifier
     from .outputs import load_checkpoint
 

@@ -117,7 +117,7 @@ def test_budgets_refuse_the_plan_before_any_circuit_runs(capsys, tmp_path, monke
     def no_make_private(*args, **kwargs):
         raise AssertionError("make_private ran (it runs circuits): the plan was not refused")
 
-    monkeypatch.setattr(job_module, "_make_private", no_make_private)
+    monkeypatch.setattr(job_module.TrainingRun, "privatise", no_make_private)
     out_dir = tmp_path / "run"
     total = 9 * _EXPECTED_BATCH * _CIRCUITS_PER_EXAMPLE
     code = main([*_TINY, "--max-circuits", str(int(total) - 1), "--output-dir", str(out_dir)])
@@ -375,7 +375,7 @@ def test_max_circuits_and_max_shots_hold_per_job_on_qiskit_devices():
 
     config = TrainConfig(dataset="iris", device="qiskit.aer", shot_sampling="device",
                          max_circuits=40_000, max_shots=10**8)
-    job = job_module._build(config)
+    job = job_module.TrainingRun(config).build()
     qnodes = {id(m.qnode): m.qnode for m in job.model.modules() if hasattr(m, "qnode")}
     assert qnodes and all(job_caps(q) == {"max_circuits": 40_000, "max_shots": 10**8}
                           for q in qnodes.values())
