@@ -49,7 +49,7 @@ from . import qnn
 from ._validation import check_positive_float
 from .accountants import pld as _pld  # noqa: F401  (registers "pld" with Opacus)
 from .data_loader import poisson_loader, private_dataset
-from .optimizers.optimizer import QShiftDPOptimizer
+from .optimizers.selection import get_optimizer_class
 
 __all__ = ["PrivacyEngine", "SUPPORTED_CLIPPING"]
 
@@ -246,7 +246,7 @@ class PrivacyEngine(opacus.PrivacyEngine):
             groups = [([p], check_positive_float(c, f"max_grad_norm[{i}]"))
                       for i, (p, c) in enumerate(zip(params, norms, strict=True))]
             max_grad_norm = math.sqrt(sum(c * c for _, c in groups))
-        return QShiftDPOptimizer(
+        return get_optimizer_class(clipping)(
             optimizer, noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm,
             expected_batch_size=self._public_batch_size, clip_groups=groups,
             loss_reduction=loss_reduction,

@@ -85,6 +85,7 @@ from .optimizers.public_clip import (
     synthetic_batch,
     synthetic_gradient_norms,
 )
+from .optimizers.selection import build_optimizer
 
 __all__ = [
     "make_private", "check_per_example_loss", "default_clip_mode", "CLIP_MODES",
@@ -952,7 +953,7 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
     gs_module = GradSampleModule(model.module, batch_first=True, loss_reduction=loss_reduction)
     # Poisson sampling: a second backward pass before step() raises (as Opacus's PrivacyEngine).
     gs_module.forbid_grad_accumulation()
-    private_opt = QShiftDPOptimizer(
+    private_opt = build_optimizer(  # the mode's class, with the ledger attached
         optimizer, noise_multiplier=sigma, max_grad_norm=clipping.clip,
         expected_batch_size=sampling.expected_batch_size, clip_groups=clipping.groups,
         certified=max_grad_norm == "certified", adjacency=adjacency, credit=credit,

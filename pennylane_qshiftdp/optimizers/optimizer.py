@@ -22,6 +22,19 @@ A subclass of :class:`opacus.optimizers.DPOptimizer`, so schedulers, ``zero_grad
    :math:`\sigma_t = \min_k \mathrm{std}_k / C` (data-independent) and, with a credit mode,
    the credited one.
 
+As in Opacus (``opacus.optimizers.get_optimizer_class``), each mode is a subclass overriding
+only the hooks it changes: :class:`QShiftDPOptimizer` here holds what every mode shares (fixed,
+certified and per-group clipping, the public divisor, seeded or secure noise, the one-batch and
+loader checks, the step records and the state); adaptive clipping
+(:mod:`.adaptive_optimizer`), automatic clipping (:mod:`.automatic_optimizer`), a public clip
+recomputed every epoch (:mod:`.public_optimizer`), shot-noise credit (:mod:`.credit_optimizer`)
+and data-parallel training (:mod:`.distributed_optimizer`) are the others, chosen by
+:func:`~pennylane_qshiftdp.optimizers.selection.get_optimizer_class`. The ledger is a step hook
+(:meth:`QShiftDPOptimizer.attach_ledger`, :class:`~.ledger_hook.LedgerHook`). Called with
+today's keywords of a mode (``adaptive_clipping=``, ``credit=``, ``ledger=``, ...),
+``QShiftDPOptimizer(...)`` (or a subclass of it) builds the mode's class through
+:func:`~pennylane_qshiftdp.optimizers.selection.build_optimizer`.
+
 Privacy does not depend on the loss or the loop: clipping happens here, on whatever
 per-example gradients Opacus's hooks computed. An empty Poisson batch (or a step without a
 backward pass) adds the full noise and counts as a step.
@@ -43,37 +56,29 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 from opacus.optimizers import DPOptimizer
 
 from .. import _compat
-from .._validation import (
-    check_beta,
-    check_choice,
-    check_nonnegative_float,
-    check_positive_float,
-    check_positive_int,
-)
+from .._validation import check_choice, check_positive_float
 from ..accountants.ledger import ADJACENCIES, PrivacyLedger
-from ..credit.shot_noise import CREDIT_MODES, confidence_multiplier, shot_noise_credit
-from ..exceptions import PrivacyBudgetExceededError, PrivacyWarning
+from ..exceptions import PrivacyWarning
 from ..grad_sample.divisor_guard import clear_unreleased
-from ..gradients.shot_statistics import ShotRecorder
-from .adaptive_clipping import adaptive_settings, gradient_noise_multiplier, next_clip_norm
+from .ledger_hook import LedgerHook
 from .secure_noise import secure_normal
 
 if TYPE_CHECKING:
-    from ..qnn.torch_layer import TorchLayer
+    from ..credit.shot_noise import CreditResult
+    from ..gradients.shot_statistics import ShotRecorder
 
 __all__ = ["QShiftDPOptimizer", "StepRecord", "PUBLIC_RECORD_KEYS"]
 
 # A per-example norm above C·(1 + _BIND_RTOL) counts as a binding clip (float rounding of the
 # a-priori bound is far below this).
 _BIND_RTOL = 1e-9
-# A clip norm from public information is never set below this (all-zero gradients).
-_MIN_PUBLIC_CLIP = 1e-6
 
 
 #: A clipped row whose computed float64 norm exceeds C·(1 − m) is scaled to that norm, with
@@ -107,10 +112,6 @@ class StepRecord(dict):
     """
 
 
-#: Automatic clipping scales its factor by this (1 − 2⁻²⁰): float32 rows of huge gradients
-#: would otherwise round to norms up to ~4e-8 above C (measured).
-_AUTOMATIC_MARGIN = 1.0 - 2.0**-20
-
 #: Step-record keys that do not depend on the private batch (or are DP releases).
 PUBLIC_RECORD_KEYS = frozenset({
     "step", "credit_mode", "certified", "adjacency", "proven_noise_multiplier",
@@ -122,7 +123,54 @@ PUBLIC_RECORD_KEYS = frozenset({
 })
 
 
-class QShiftDPOptimizer(DPOptimizer):
+#: Today's keywords of a mode, and ``ledger``: given any of them, ``QShiftDPOptimizer(...)``
+#: builds the mode's class (:func:`~.selection.build_optimizer`).
+MODE_KEYWORDS = frozenset({
+    "adaptive_clipping", "automatic_gamma", "clip_norm_fn", "clip_refresh_steps", "credit",
+    "credit_layer", "recorder", "beta", "variance_floor", "noise_floor_multiplier",
+    "confidence", "outcome_range", "distributed", "ledger",
+})
+
+_BUILDER: list[Callable[..., Any]] = []
+
+
+def register_builder(build: Callable[..., Any]) -> None:
+    """Set the function that builds an optimizer from today's keywords of a mode
+    (:func:`~.selection.build_optimizer`, registered when :mod:`.selection` is imported; the
+    selection imports the mode classes, which import this module, so it cannot be imported
+    here)."""
+    _BUILDER[:] = [build]
+
+
+class _SelectsMode(type):
+    """Metaclass of :class:`QShiftDPOptimizer`: a call with today's keywords of a mode
+    (:data:`MODE_KEYWORDS`) on a class that selects its mode (the base class and subclasses of
+    it outside this package) goes to :func:`~.selection.build_optimizer`; any other call
+    constructs the class itself."""
+
+    def __call__(cls, *args: Any, **settings: Any) -> Any:
+        if getattr(cls, "_selects_mode", False) and MODE_KEYWORDS & settings.keys():
+            # registered by the package's __init__, which always runs before this module's
+            # classes can be called
+            return _BUILDER[0](*args, optimizer_class=cls, **settings)
+        return super().__call__(*args, **settings)
+
+
+@dataclass
+class _NoiseTally:
+    """What one step's noise added, summed over its parameters (read by :meth:`add_noise`)."""
+
+    min_multiplier: float = math.inf
+    min_total: float = math.inf
+    credited: float = 0.0
+    added: float = 0.0
+    coordinates: int = 0
+    signal: float = 0.0
+    released: float = 0.0
+
+
+
+class QShiftDPOptimizer(DPOptimizer, metaclass=_SelectsMode):
     r"""Opacus :class:`~opacus.optimizers.DPOptimizer` for quantum and hybrid models (Q-ShiftDP).
 
     Args:
@@ -191,6 +239,15 @@ class QShiftDPOptimizer(DPOptimizer):
             batch, the clipped sums are all-reduced, and the noise is drawn once (by rank 0)
             and shared, so every process takes the same step.
 
+    The keywords of a mode (``adaptive_clipping``, ``automatic_gamma``, ``clip_norm_fn``,
+    ``clip_refresh_steps``, ``credit`` and its settings, ``distributed``) and ``ledger`` are
+    today's compatibility signature: given any of them, ``QShiftDPOptimizer(...)`` (or a
+    subclass of it, e.g. an audit's broken optimizer) returns an instance of the mode's class
+    from :func:`~pennylane_qshiftdp.optimizers.selection.get_optimizer_class` (combined with
+    the subclass), built by :func:`~pennylane_qshiftdp.optimizers.selection.build_optimizer`
+    with the ledger attached (:meth:`attach_ledger`). Without them it is the flat, certified or
+    per-group clipping optimizer itself, taking only the settings every mode shares.
+
     Per-example gradients that are not finite (an input or label NaN or inf) contribute
     zero: their clip factor is 0, so no release is ever NaN or inf. How many there were is a
     diagnostic (``last_record["nonfinite_examples"]``), not protected, and nothing warns about
@@ -219,21 +276,32 @@ class QShiftDPOptimizer(DPOptimizer):
     """
 
     _is_last_step_skipped: bool  # Opacus's DPOptimizer sets it
+    #: This class picks a mode class when called with today's keywords of a mode (see above);
+    #: the mode classes of this package set it to ``False``.
+    _selects_mode = True
+    # The settings of the modes, off here; each mode's class sets its own.
+    #: the shot-noise credit mode (``"none"`` here; :class:`~.ShotNoiseCreditDPOptimizer`).
+    credit: str = "none"
+    #: adaptive clipping's checked settings (:class:`~.AdaptiveClipDPOptimizer`) or ``None``.
+    adaptive_clipping: dict | None = None
+    #: automatic clipping's γ (:class:`~.AutomaticClipDPOptimizer`) or ``None``.
+    automatic_gamma: float | None = None
+    #: the public clip norm's function of the step (:class:`~.PublicClipDPOptimizer`) or ``None``.
+    clip_norm_fn: Callable[[int], float] | None = None
+    #: the credit's noise floor σ_floor (:class:`~.ShotNoiseCreditDPOptimizer`) or ``None``.
+    noise_floor_multiplier: float | None = None
+    #: a :class:`~.ShotRecorder` cleared at every :meth:`zero_grad`, or ``None``.
+    recorder: ShotRecorder | None = None
+    #: data-parallel training (:class:`~.DistributedQShiftDPOptimizer`).
+    distributed: bool = False
+    _ledger_hook: LedgerHook | None = None
 
     def __init__(self, optimizer: torch.optim.Optimizer, *, noise_multiplier: float,
                  max_grad_norm: float, expected_batch_size: float,
                  clip_groups: Sequence[tuple[Iterable[torch.nn.Parameter], float]] | None = None,
                  certified: bool | Sequence[bool] = False, adjacency: str = "add_remove",
-                 credit: str = "none", credit_layer: TorchLayer | None = None,
-                 recorder: ShotRecorder | None = None, beta: float = 0.0,
-                 steps: int | None = None, variance_floor: float = 0.0,
-                 noise_floor_multiplier: float | None = None,
-                 adaptive_clipping: Mapping[str, float] | None = None,
                  generator: torch.Generator | None = None, secure_mode: bool = False,
-                 ledger: PrivacyLedger | None = None, confidence: str = "gaussian",
-                 outcome_range: tuple[float, float] | None = None, loss_reduction: str = "mean",
-                 distributed: bool = False, clip_norm_fn: Callable[[int], float] | None = None,
-                 clip_refresh_steps: int = 1, automatic_gamma: float | None = None):
+                 loss_reduction: str = "mean", steps: int | None = None):
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise TypeError(f"`optimizer` must be a torch.optim.Optimizer. Found "
                             f"{type(optimizer).__name__}.")
@@ -247,9 +315,24 @@ class QShiftDPOptimizer(DPOptimizer):
                          expected_batch_size=expected_batch_size, loss_reduction=loss_reduction,
                          generator=generator, secure_mode=False)
         self.secure_mode = bool(secure_mode)
+        self._set_clip_groups(clip_groups, float(max_grad_norm), certified)
+        self.adjacency = check_choice(adjacency, "adjacency", ADJACENCIES)
+        #: 2 under replace-one adjacency (a replaced example moves the sum by 2C), else 1.
+        self.sensitivity_factor = 2.0 if self.adjacency == "replace_one" else 1.0
+        #: planned number of steps T (``None``: not known); at step T the diagnosis runs once.
+        self.planned_steps = int(steps) if steps else None
+        #: median per-example gradient norm on public synthetic examples at the initial
+        #: weights (set by make_private; read by :meth:`stuck_run_cause`), or ``None``.
+        self.public_gradient_norm: float | None = None
+        self._reset_step_state()
+
+    def _set_clip_groups(self, clip_groups, max_grad_norm: float,
+                         certified: bool | Sequence[bool]) -> None:
+        """Check and set the clip groups (every optimised parameter in one) and their
+        certified flags."""
         params = self.params
         if clip_groups is None:
-            clip_groups = [(params, float(max_grad_norm))]
+            clip_groups = [(params, max_grad_norm)]
         ids = {id(p) for p in params}
         grouped: list[tuple[list, float]] = []
         seen: set[int] = set()
@@ -271,80 +354,10 @@ class QShiftDPOptimizer(DPOptimizer):
                              f"({len(grouped)}). Found {certified!r}.")
         self._certified_flags = flags
         self.certified = flags[0] if flags else False
-        self.adjacency = check_choice(adjacency, "adjacency", ADJACENCIES)
-        #: 2 under replace-one adjacency (a replaced example moves the sum by 2C), else 1.
-        self.sensitivity_factor = 2.0 if self.adjacency == "replace_one" else 1.0
 
-        if credit not in CREDIT_MODES:
-            raise ValueError(f"`credit` must be one of {CREDIT_MODES}. Found {credit!r}.")
-        adaptive = credit in ("adaptive", "isotropic")
-        check_beta(beta, "beta", required=adaptive)
-        check_nonnegative_float(variance_floor, "variance_floor")
-        if credit != "none":
-            if not certified or adaptive_clipping is not None:
-                raise NotImplementedError(
-                    f"credit={credit!r} needs certified clipping (max_grad_norm='certified'): "
-                    f"the credit counts the shot noise of unclipped gradients."
-                )
-            if credit_layer is None or recorder is None:
-                raise ValueError(f"credit={credit!r} needs the quantum layer (`credit_layer`) "
-                                 f"and the `recorder` attached to its QNode.")
-            if noise_floor_multiplier is None:
-                raise ValueError(f"credit={credit!r} needs `noise_floor_multiplier` (the "
-                                 f"smallest noise the credit may leave, in units of C).")
-            check_positive_float(noise_floor_multiplier, "noise_floor_multiplier")
-            if noise_floor_multiplier >= sigma:
-                raise ValueError(
-                    f"`noise_floor_multiplier` must be below `noise_multiplier` = {sigma:g} "
-                    f"(otherwise no shot noise can be credited). Found {noise_floor_multiplier}."
-                )
-            if adaptive and (steps is None or steps < 1):
-                raise ValueError(f"`steps` (planned T) must be a positive integer for "
-                                 f"credit={credit!r}. Found {steps!r}.")
-        self.credit = credit
-        self.credit_layer = credit_layer
-        self.recorder = recorder
-        self.beta = float(beta)
-        self.variance_floor = float(variance_floor)
-        self.outcome_range = tuple(outcome_range) if outcome_range is not None else (-1.0, 1.0)
-        self.noise_floor_multiplier = (float(noise_floor_multiplier)
-                                       if noise_floor_multiplier is not None else None)
-        self._credit_params = ([p for p in credit_layer.qnode_weights.values()]
-                               if credit_layer is not None and credit != "none" else [])
-        num_credit = sum(p.numel() for p in self._credit_params)
-        self.z = (confidence_multiplier(beta=beta, steps=int(steps or 0), coordinates=num_credit,
-                                        method=confidence) if adaptive else None)
-
-        self.distributed = bool(distributed)
-        if self.distributed:
-            if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
-                raise ValueError("distributed=True needs an initialised torch.distributed "
-                                 "process group (e.g. launched by torchrun).")
-            if credit != "none":
-                raise NotImplementedError(f"credit={credit!r} is not supported with "
-                                          f"distributed training; use credit='none'.")
-        if clip_norm_fn is not None and (len(self.clip_groups) != 1 or
-                                         adaptive_clipping is not None):
-            raise ValueError("`clip_norm_fn` needs one flat clip group and no adaptive clipping.")
-        self.clip_norm_fn = clip_norm_fn
-        self.clip_refresh_steps = check_positive_int(clip_refresh_steps, "clip_refresh_steps")
-        self.automatic_gamma: float | None = None
-        if automatic_gamma is not None:
-            if adaptive_clipping is not None or clip_norm_fn is not None or any(flags):
-                raise ValueError(
-                    "`automatic_gamma` (automatic clipping: every per-example gradient is "
-                    "normalised) cannot be combined with adaptive clipping, `clip_norm_fn` or "
-                    "certified clip groups.")
-            self.automatic_gamma = check_positive_float(automatic_gamma, "automatic_gamma")
-        self.adaptive_clipping: dict | None = None
-        if adaptive_clipping is not None:
-            self._configure_adaptive(dict(adaptive_clipping), sigma, float(expected_batch_size))
-        self.ledger = ledger
-        #: planned number of steps T (``None``: not known); at step T the diagnosis runs once.
-        self.planned_steps = int(steps) if steps else None
-        #: median per-example gradient norm on public synthetic examples at the initial
-        #: weights (set by make_private; read by :meth:`stuck_run_cause`), or ``None``.
-        self.public_gradient_norm: float | None = None
+    def _reset_step_state(self) -> None:
+        """The history, the running releases and the loader's and BatchMemoryManager's
+        bookkeeping of a fresh optimizer."""
         self._history: list[StepRecord] = []
         # Records whose ε is filled in when the history is read, with the ledger's step count
         # at their step (a step composes no ε it does not need: the budget check is O(1)).
@@ -369,6 +382,28 @@ class QShiftDPOptimizer(DPOptimizer):
         #: schedulers): ``[{"from_step": k, "clip_norm": C}, ...]``.
         self.clip_norm_schedule: list[dict[str, float]] = []
         self._clip_ready = True
+
+    # ------------------------------------------------------------------ the ledger
+    @property
+    def ledger(self) -> PrivacyLedger | None:
+        """The :class:`~pennylane_qshiftdp.PrivacyLedger` attached (:meth:`attach_ledger`), or
+        ``None``; setting it attaches that ledger (``None`` detaches it)."""
+        hook = self._ledger_hook
+        return hook.ledger if hook is not None else None
+
+    @ledger.setter
+    def ledger(self, ledger: PrivacyLedger | None) -> None:
+        self.attach_ledger(ledger)
+
+    def attach_ledger(self, ledger: PrivacyLedger | None) -> None:
+        """Check every later step against ``ledger``'s budget before it is released and charge
+        it after (a :class:`~.ledger_hook.LedgerHook`, as Opacus's ``PrivacyEngine`` attaches
+        its accountant's step hook); ``None`` detaches the ledger.
+
+        Args:
+            ledger: a :class:`~pennylane_qshiftdp.PrivacyLedger`, or ``None``.
+        """
+        self._ledger_hook = LedgerHook(ledger) if ledger is not None else None
 
     @property
     def accumulated_iterations(self) -> int:
@@ -423,17 +458,7 @@ class QShiftDPOptimizer(DPOptimizer):
                 (``clip_norm_fn``). Nothing is changed then.
         """
         new = check_positive_float(value, "max_grad_norm")
-        why = None
-        if any(self._certified_flags):
-            why = ("the clip norm is the certified a-priori bound Δ of the parameter-shift "
-                   "gradient (max_grad_norm='certified'); a clip below it would bind on "
-                   "examples the certificate covers")
-        elif self.adaptive_clipping is not None:
-            why = ("adaptive clipping sets the clip norm from its released quantile count at "
-                   "every step")
-        elif self.clip_norm_fn is not None:
-            why = ("the clip norm is recomputed from public information (max_grad_norm="
-                   "'public') every few steps")
+        why = self._fixed_clip_reason()
         if why is not None:
             raise ValueError(
                 f"optimizer.max_grad_norm cannot be set to {new!r}: {why}. To schedule the clip "
@@ -453,6 +478,15 @@ class QShiftDPOptimizer(DPOptimizer):
             self.ledger.extra_update({"clip_norm_schedule": [dict(e) for e in
                                                              self.clip_norm_schedule]})
 
+
+    def _fixed_clip_reason(self) -> str | None:
+        """Why the user may not move the clip norm (:meth:`set_clip_norm`), or ``None``; a mode
+        that sets the clip itself extends it."""
+        if any(self._certified_flags):
+            return ("the clip norm is the certified a-priori bound Δ of the parameter-shift "
+                    "gradient (max_grad_norm='certified'); a clip below it would bind on "
+                    "examples the certificate covers")
+        return None
     # ------------------------------------------------------------------ BatchMemoryManager
     def signal_skip_step(self, do_skip: bool = True) -> None:
         """Opacus's ``BatchMemoryManager`` announces each physical batch it draws: ``do_skip``
@@ -496,29 +530,13 @@ class QShiftDPOptimizer(DPOptimizer):
         self._step_stats = {"discarded_rows": rows} if rows else {}
         self._accumulating = None
         return rows
-    # ------------------------------------------------------------------ configuration
-    def _configure_adaptive(self, cfg, sigma, expected_batch_size):
-        if len(self.clip_groups) != 1:
-            raise NotImplementedError("Adaptive clipping uses one flat clip norm.")
-        self.adaptive_clipping = adaptive_settings(cfg, sigma, expected_batch_size)
-
-    def _gradient_noise_multiplier(self, sigma: float) -> float:
-        """σ_Δ of the gradient sum at the σ currently set (:func:`gradient_noise_multiplier`)."""
-        assert self.adaptive_clipping is not None  # only called with adaptive clipping on
-        return gradient_noise_multiplier(sigma, self.adaptive_clipping["unclipped_num_std"])
-
     # ------------------------------------------------------------------ noise
     def _standard_normal(self, n: int) -> torch.Tensor:
-        """``n`` standard normal draws; in distributed training drawn by rank 0 and shared."""
-        if self.distributed and torch.distributed.get_rank() != 0:
-            z = torch.zeros(n, dtype=torch.float64)
-        elif self.secure_mode:
-            z = torch.as_tensor(secure_normal(n))
-        else:
-            z = torch.randn(n, generator=self.generator, dtype=torch.float64)
-        if self.distributed:
-            torch.distributed.all_reduce(z, op=torch.distributed.ReduceOp.SUM)
-        return z
+        """``n`` standard normal draws (from the OS's CSPRNG in secure mode, else from the
+        generator)."""
+        if self.secure_mode:
+            return torch.as_tensor(secure_normal(n))
+        return torch.randn(n, generator=self.generator, dtype=torch.float64)
 
     def _check_one_batch(self) -> None:
         """Refuse a step over several backward passes.
@@ -598,21 +616,9 @@ class QShiftDPOptimizer(DPOptimizer):
                 "the returned loader.",
                 PrivacyWarning, stacklevel=3)
 
-    def _all_reduce_step(self) -> None:
-        """Distributed: sum the clipped gradients and the step's counts over processes."""
-        ops = torch.distributed
-        for p in self.params:
-            ops.all_reduce(p.summed_grad, op=ops.ReduceOp.SUM)
-        keys = ("batch_examples", "clipped", "certified_bound_violations", "unclipped",
-                "nonfinite_examples")
-        counts = torch.tensor([float(self._step_stats.get(k, 0)) for k in keys],
-                              dtype=torch.float64)
-        ops.all_reduce(counts, op=ops.ReduceOp.SUM)
-        ratio = torch.tensor([self._step_stats.get("largest_norm_ratio", 0.0)],
-                             dtype=torch.float64)
-        ops.all_reduce(ratio, op=ops.ReduceOp.MAX)
-        self._step_stats.update({k: int(v) for k, v in zip(keys, counts.tolist(), strict=True)})
-        self._step_stats["largest_norm_ratio"] = float(ratio[0])
+    def _gather_step(self) -> None:
+        """Combine the step's clipped sums before the noise (distributed training sums them
+        over processes: :class:`~.DistributedQShiftDPOptimizer`); nothing here."""
 
     # ------------------------------------------------------------------ per-sample gradients
     def _check_promoted(self) -> None:
@@ -673,8 +679,7 @@ class QShiftDPOptimizer(DPOptimizer):
         bound_count, largest_ratio = 0, 0.0
         unclipped, clipped_any = 0, None
         row_norms: list[torch.Tensor | None] = []
-        if self.adaptive_clipping is not None:
-            self.clip_groups = [(self.clip_groups[0][0], float(self.max_grad_norm))]
+        self._sync_clip_groups()
         for (group, norm), certified in zip(groups, self._certified_flags, strict=True):
             if not group:
                 row_norms.append(None)
@@ -686,16 +691,9 @@ class QShiftDPOptimizer(DPOptimizer):
                 norms = torch.stack(
                     [samples[index[id(p)]].reshape(batch, -1).double().norm(2, dim=-1).cpu()
                      for p in group], dim=1).norm(2, dim=1)
-                if self.automatic_gamma is None:
-                    factor = (norm / (norms + 1e-6)).clamp(max=1.0) * finite
-                else:  # automatic clipping: C·g/(‖g‖ + γC), of norm below C for every g
-                    # (the margin keeps it below C after the rows are rounded to float32,
-                    # where γC/‖g‖ vanishes for huge gradients)
-                    factor = (norm / (norms + self.automatic_gamma * norm)
-                              * _AUTOMATIC_MARGIN) * finite
+                factor = self._clip_factor(norm, norms) * finite
             row_norms.append(norms)
-            binding = (norms > norm * (1.0 + _BIND_RTOL) if self.automatic_gamma is None
-                       else torch.ones_like(norms, dtype=torch.bool))  # every row rescaled
+            binding = self._binding(norm, norms)
             unclipped = int((~binding).sum())
             if certified:
                 bound_count = max(bound_count, int(binding.sum()))
@@ -733,32 +731,24 @@ class QShiftDPOptimizer(DPOptimizer):
         stats["largest_norm_ratio"] = max(stats.get("largest_norm_ratio", 0.0), largest_ratio)
         stats["unclipped"] = stats.get("unclipped", 0) + unclipped
 
-    def _credit(self):
-        """Per-coordinate credited variance of the credit layer's weights (or ``None``)."""
-        if self.credit == "none":
-            return None
-        layer = self.credit_layer
-        assert layer is not None and self.recorder is not None  # a credit mode requires both
-        # The grad sampler's record of this step's backward pass: consumed here, so no later
-        # step can read it; one whose rows are not this step's examples earns no credit.
-        sample = layer.evaluations.last_grad_sample
-        layer.evaluations.last_grad_sample = None
-        stats = self.recorder.statistics
-        batch = self._step_stats.get("batch_examples", 0)
-        if batch == 0 or len(stats) == 0 or sample is None or len(sample.backprops) != batch:
-            return None
-        if stats.call.max() > 0:
-            raise NotImplementedError(
-                f"The recorder holds {stats.call.max() + 1} gradient calls; shot-noise credit "
-                f"needs one forward/backward per step (no virtual steps, no second forward)."
-            )
-        ev, backprops = sample.evaluation, sample.backprops
-        if backprops.shape[1] != 1:
-            raise NotImplementedError("Shot-noise credit supports one scalar output per example.")
-        return shot_noise_credit(stats, jacobian=ev.tape_to_weight_jacobian(),
-                                 loss_weights=backprops[:, 0].numpy(), mode=self.credit,
-                                 variance_floor=self.variance_floor, z=self.z,
-                                 outcome_range=self.outcome_range)
+
+    def _sync_clip_groups(self) -> None:
+        """Before clipping: set the clip groups from the clip norm a mode moved (adaptive
+        clipping); nothing here."""
+
+    def _clip_factor(self, norm: float, norms: torch.Tensor) -> torch.Tensor:
+        r"""Each example's factor for clip norm ``norm`` and row norms ``norms``:
+        :math:`\min(1, C/(\lVert g\rVert + 10^{-6}))`."""
+        return (norm / (norms + 1e-6)).clamp(max=1.0)
+
+    def _binding(self, norm: float, norms: torch.Tensor) -> torch.Tensor:
+        """Which examples' clip binds (a diagnostic count)."""
+        return norms > norm * (1.0 + _BIND_RTOL)
+
+    def _credit(self) -> CreditResult | None:
+        """This step's credited shot variance (:class:`~.ShotNoiseCreditDPOptimizer`); none
+        here."""
+        return None
 
     def add_noise(self) -> None:
         r"""Add Gaussian noise whose level never depends on the batch.
@@ -777,81 +767,30 @@ class QShiftDPOptimizer(DPOptimizer):
         """
         clip = self.max_grad_norm
         scale = self.sensitivity_factor * clip  # the sensitivity the noise is calibrated for
-        sigma = self.noise_multiplier
-        if self.adaptive_clipping is not None:
-            sigma = self._gradient_noise_multiplier(self.noise_multiplier)
-        target_var = (sigma * scale) ** 2
+        sigma = self._gradient_noise_multiplier(self.noise_multiplier)
         credit = self._credit()
-        # Each credited weight's coordinates in the credit vector (the layer's flattened
-        # weights, frozen ones included).
-        credit_slices, start = {}, 0
-        for q in self._credit_params:
-            credit_slices[id(q)] = (start, start + q.numel())
-            start += q.numel()
-        min_mult, min_total = math.inf, math.inf
-        credited_total, added_total, coords, signal, released = 0.0, 0.0, 0, 0.0, 0.0
+        tally = _NoiseTally()
         every = self._all_params()
         position = {id(q): i for i, q in enumerate(every)}  # this step's parameters only
         self._released_total += [None] * (len(every) - len(self._released_total))
         for p in self.params:
             n = p.numel()
-            var = torch.full((n,), target_var, dtype=torch.float64)
-            total, mult = var, sigma
-            if id(p) in credit_slices:  # data-independent: the floor, whatever the batch
-                assert self.noise_floor_multiplier is not None  # a credit mode requires it
-                mult = self.noise_floor_multiplier
-                var = torch.full((n,), (self.noise_floor_multiplier * scale) ** 2,
-                                 dtype=torch.float64)
-                lo, hi = credit_slices[id(p)]
-                c = (torch.as_tensor(credit.credit[lo:hi], dtype=torch.float64)
-                     if credit is not None else torch.zeros(n, dtype=torch.float64))
-                total = var + c
-                credited_total += float(c.sum())
+            var, total, mult, credited = self._coordinate_variance(p, sigma, scale, credit)
+            tally.credited += credited
             if n:
-                min_mult = min(min_mult, mult)
-                min_total = min(min_total, float(total.min()))
-            added_total += float(var.sum())
-            coords += n
-            signal += float(p.summed_grad.double().pow(2).sum())
-            noise = (self._standard_normal(n) * var.sqrt()).reshape(p.shape)
-            # the release: the float64 noisy sum (its rounding to p's dtype is
-            # post-processing)
-            p.grad = (p.summed_grad.to(torch.float64) + noise.to(p.summed_grad.device)
-                      ).to(p.dtype).view_as(p)
-            released += float(p.grad.double().pow(2).sum())
-            i = position[id(p)]
-            so_far = self._released_total[i]
-            self._released_total[i] = (p.grad.detach().double().clone() if so_far is None
-                                       else so_far.add_(p.grad.detach().double()))
-            p.summed_grad = None
-        self._released_variance += added_total
-        if self.adaptive_clipping is not None:
-            self._update_clip_norm()
-        if self.adaptive_clipping is not None or not math.isfinite(min_mult):
-            proven = credited = self.noise_multiplier  # adaptive: Thm. 1, count + gradient at σ
-        else:
-            proven = min_mult
-            credited = max(math.sqrt(min_total) / scale, proven)
+                tally.min_multiplier = min(tally.min_multiplier, mult)
+                tally.min_total = min(tally.min_total, float(total.min()))
+            tally.added += float(var.sum())
+            tally.coordinates += n
+            tally.signal += float(p.summed_grad.double().pow(2).sum())
+            tally.released += self._release(p, var, position[id(p)])
+        self._released_variance += tally.added
+        self._after_release()
+        proven, credited_multiplier = self._proven_multipliers(tally, scale)
         self._step_stats.update(
             proven_noise_multiplier=float(proven),
-            credited_noise_multiplier=float(credited),
-            noise_multiplier=float(self.noise_multiplier),
-            noise_std=float(sigma * scale),
-            sensitivity=float(scale),
-            artificial_variance_mean=added_total / max(coords, 1),
-            gradient_snr=math.sqrt(signal / added_total) if added_total > 0 else math.inf,
-            # the noisy sum is the DP release: its norm and the noise's total variance are
-            # public (the diagnosis estimates the signal from them, at no privacy cost)
-            released_sum_norm=math.sqrt(released),
-            noise_variance_total=added_total,
-            released_total_norm=math.sqrt(sum(float(t.pow(2).sum())
-                                              for t in self._released_total if t is not None)),
-            noise_variance_cumulative=self._released_variance,
-            coordinates=coords,
-            credited_variance_mean=credited_total / max(coords, 1),
-            target_variance=(self.noise_multiplier * scale) ** 2,
-            clip_norm=clip,
-            clip_norms=[float(c) for _, c in self.clip_groups],
+            credited_noise_multiplier=float(credited_multiplier),
+            **self._noise_stats(tally, sigma, scale, clip),
             # None: no shot statistics are recorded without a credit mode (not a measured 0)
             shot_variance_estimate_mean=(float(credit.estimate.mean()) if credit is not None
                                          else None),
@@ -859,24 +798,68 @@ class QShiftDPOptimizer(DPOptimizer):
                                             if credit is not None else None),
         )
 
-    def _update_clip_norm(self):
-        r"""Quantile update from the *centred* noisy unclipped count (Andrew et al.).
+    def _gradient_noise_multiplier(self, sigma: float) -> float:
+        """The noise multiplier of the gradient sum at the σ currently set: σ itself here
+        (adaptive clipping spends part of it on its count)."""
+        return sigma
 
-        Released: :math:`\tilde b = \sum_i (b_i - 1/2) + s\sigma_b z` (sensitivity 1/2 under
-        add/remove, 1 under replace-one, :math:`s` the adjacency factor), the sensitivity
-        Theorem 1 of arXiv:1905.03871 assumes; the update is :func:`next_clip_norm`, divided by
-        the public expected batch size b (never a count of the private data).
-        """
-        cfg = self.adaptive_clipping
-        assert cfg is not None  # only called with adaptive clipping on
-        stats = self._step_stats
-        centred = stats.get("unclipped", 0) - 0.5 * stats.get("batch_examples", 0)
-        noisy = centred + self.sensitivity_factor * cfg["unclipped_num_std"] * float(
-            self._standard_normal(1)[0])
-        self._max_grad_norm = next_clip_norm(
-            self.max_grad_norm, noisy, self.expected_batch_size * self._scale_iterations, cfg)
-        stats["released_centred_unclipped_count"] = float(noisy)
-        stats["next_clip_norm"] = self.max_grad_norm
+    def _coordinate_variance(self, p: Any, sigma: float, scale: float,
+                             credit: CreditResult | None
+                             ) -> tuple[torch.Tensor, torch.Tensor, float, float]:
+        """The noise variance of ``p``'s coordinates, their total with the credited shot
+        variance, their noise multiplier and the credited variance's sum: :math:`(\\sigma s
+        C)^2` everywhere here (a credit mode lowers its coordinates to the floor)."""
+        var = torch.full((p.numel(),), (sigma * scale) ** 2, dtype=torch.float64)
+        return var, var, sigma, 0.0
+
+    def _release(self, p: Any, var: torch.Tensor, index: int) -> float:
+        """Add the noise of variance ``var`` to ``p``'s clipped sum (the release, ``p.grad``),
+        add it to the running released sum at ``index``; returns its squared norm."""
+        noise = (self._standard_normal(p.numel()) * var.sqrt()).reshape(p.shape)
+        # the release: the float64 noisy sum (its rounding to p's dtype is post-processing)
+        p.grad = (p.summed_grad.to(torch.float64) + noise.to(p.summed_grad.device)
+                  ).to(p.dtype).view_as(p)
+        released = float(p.grad.double().pow(2).sum())
+        so_far = self._released_total[index]
+        self._released_total[index] = (p.grad.detach().double().clone() if so_far is None
+                                       else so_far.add_(p.grad.detach().double()))
+        p.summed_grad = None
+        return released
+
+    def _after_release(self) -> None:
+        """After the noise: a mode's further release (adaptive clipping's count); none
+        here."""
+
+    def _proven_multipliers(self, tally: _NoiseTally, scale: float) -> tuple[float, float]:
+        """The step's proven noise multiplier :math:`\\min_k \\mathrm{std}_k/(sC)` and the
+        credited one (never below it); σ for a step without coordinates."""
+        if not math.isfinite(tally.min_multiplier):
+            return self.noise_multiplier, self.noise_multiplier
+        proven = tally.min_multiplier
+        return proven, max(math.sqrt(tally.min_total) / scale, proven)
+
+    def _noise_stats(self, tally: _NoiseTally, sigma: float, scale: float,
+                     clip: float) -> dict[str, Any]:
+        """The step record's fields on the noise (the releases' norms and variances are DP
+        releases: the diagnosis estimates the signal from them, at no privacy cost)."""
+        added, coords = tally.added, tally.coordinates
+        return dict(
+            noise_multiplier=float(self.noise_multiplier),
+            noise_std=float(sigma * scale),
+            sensitivity=float(scale),
+            artificial_variance_mean=added / max(coords, 1),
+            gradient_snr=math.sqrt(tally.signal / added) if added > 0 else math.inf,
+            released_sum_norm=math.sqrt(tally.released),
+            noise_variance_total=added,
+            released_total_norm=math.sqrt(sum(float(t.pow(2).sum())
+                                              for t in self._released_total if t is not None)),
+            noise_variance_cumulative=self._released_variance,
+            coordinates=coords,
+            credited_variance_mean=tally.credited / max(coords, 1),
+            target_variance=(self.noise_multiplier * scale) ** 2,
+            clip_norm=clip,
+            clip_norms=[float(c) for _, c in self.clip_groups],
+        )
 
     def scale_grad(self) -> None:
         """Divide by the public expected batch size b (times accumulated virtual steps)."""
@@ -915,27 +898,21 @@ class QShiftDPOptimizer(DPOptimizer):
         if not self._is_last_step_skipped:
             self._step_stats = {}
 
+
     def _check_noise_multiplier(self) -> float:
-        """The σ actually set (a scheduler may change it), checked before the step."""
-        sigma = check_positive_float(self.noise_multiplier, "optimizer.noise_multiplier")
-        if self.noise_floor_multiplier is not None and self.noise_floor_multiplier >= sigma:
-            raise ValueError(
-                f"`noise_multiplier` was set to {sigma:g}, not above the credit's noise floor "
-                f"{self.noise_floor_multiplier:g}; no step was taken.")
-        if self.adaptive_clipping is not None:
-            self._gradient_noise_multiplier(sigma)
-        return sigma
+        """The σ actually set (a scheduler may change it), checked before the step (a mode
+        adds its own checks)."""
+        return check_positive_float(self.noise_multiplier, "optimizer.noise_multiplier")
+
+    def _refresh_clip(self) -> None:
+        """Before clipping: a clip norm a mode recomputes from public information (the public
+        per-epoch clip); nothing here."""
 
     def pre_step(self, closure: Callable[[], float] | None = None) -> bool:
         """Clip, noise, scale and charge the ledger (Opacus's pre-step)."""
         sigma = self._check_noise_multiplier()
-        if self.ledger is not None and self.ledger.would_exceed(1, noise_multiplier=sigma):
-            raise PrivacyBudgetExceededError(
-                f"Stopping before step {self.ledger.steps + 1}: at noise_multiplier "
-                f"{sigma:g} it would spend ε = "
-                f"{self.ledger.epsilon_after(1, noise_multiplier=sigma):.4f} > target "
-                f"{self.ledger.target_epsilon:.4f}."
-            )
+        if self._ledger_hook is not None:
+            self._ledger_hook.before_step(sigma)
         self._check_one_batch()
         self._check_promoted()
         self._ensure_grad_samples()
@@ -947,11 +924,7 @@ class QShiftDPOptimizer(DPOptimizer):
         owner = chunk[1] if chunk is not None else None
         if self._accumulating is not None and self._accumulating != owner:
             self._discard_accumulated()
-        if self.clip_norm_fn is not None and not self._is_last_step_skipped and self._history and (
-                len(self._history) % self.clip_refresh_steps == 0):
-            clip = max(float(self.clip_norm_fn(len(self._history))), _MIN_PUBLIC_CLIP)
-            self.clip_groups = [(self.clip_groups[0][0], clip)]
-            self._max_grad_norm = clip
+        self._refresh_clip()
         self.clip_and_accumulate()
         if chunk is not None and chunk[0]:
             self._accumulating = owner
@@ -962,19 +935,22 @@ class QShiftDPOptimizer(DPOptimizer):
             self._check_loader(owner)
         else:
             self._check_loader()
-        if self.distributed:
-            self._all_reduce_step()
+        self._gather_step()
         self.add_noise()
         self.scale_grad()
         if self.step_hook:
             self.step_hook(self)
         self._is_last_step_skipped = False
+        self._record_step(sigma)
+        self._step_stats = {}
+        return True
+
+    def _record_step(self, sigma: float) -> None:
+        """Charge the ledger (its step hook) and append the step's :class:`StepRecord`."""
         stats = self._step_stats
-        if self.ledger is not None:
-            self.ledger.charge(noise_multiplier=sigma,
-                               proven_noise_multiplier=stats["proven_noise_multiplier"],
-                               credited_noise_multiplier=(stats["credited_noise_multiplier"]
-                                                          if self.credit != "none" else None))
+        hook = self._ledger_hook
+        if hook is not None:
+            hook.after_step(sigma, stats, credited=self.credit != "none")
         record = StepRecord(
             step=len(self._history) + 1,
             credit_mode=self.credit,
@@ -1001,10 +977,8 @@ class QShiftDPOptimizer(DPOptimizer):
             if key in stats:
                 record[key] = stats[key]
         self._history.append(record)
-        if self.ledger is not None:
-            self._unresolved.append((record, self.ledger.steps))
-        self._step_stats = {}
-        return True
+        if hook is not None:
+            self._unresolved.append((record, hook.ledger.steps))
 
     def step(self, closure: Callable[[], float] | None = None) -> float | None:
         """Clip, noise and step; returns the wrapped optimizer's return value.
