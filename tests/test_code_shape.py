@@ -27,8 +27,6 @@ ALLOWED = {
     "pennylane_qshiftdp.privacy_engine:_prepare_ledger": (38, 21),
     # make_private's keyword-only compatibility signature (issue 46 keeps it)
     "pennylane_qshiftdp.privacy_engine:make_private": (106, 31),
-    # simulate_shifts grew with the issue-43 kernels (layer-wise rotations, permutations)
-    "pennylane_qshiftdp.sampling._state_vector:simulate_shifts": (135, 4),
 }
 
 

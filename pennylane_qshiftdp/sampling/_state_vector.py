@@ -436,9 +436,157 @@ def _shift_measurable(mp) -> bool:
     return mp.obs is None or all(_gate_supported(g) for g in mp.diagonalizing_gates())
 
 
+def _kept_gates(ops, kept_ids, batched: bool, rows: slice) -> tuple[list, bool] | None:
+    """The light cone's gates as ``(op, data, sliced)``, with this part's ``rows`` of broadcast
+    parameters, and whether any was sliced; ``None`` for non-numeric parameters."""
+    gates = []
+    broadcast = False
+    for op in ops:
+        if id(op) not in kept_ids:
+            continue
+        data, sliced = list(op.data), False
+        if batched and data:
+            nds = tuple(op.ndim_params)
+            for j, d in enumerate(data):
+                if np.ndim(d) == (nds[j] if j < len(nds) else 0) + 1:
+                    data[j], sliced = np.asarray(d)[rows], True
+        if not _numeric(data):
+            return None
+        broadcast = broadcast or sliced
+        gates.append((op, data, sliced))
+    return gates, broadcast
+
+
+def _one_qubit_parts(op, data, mapped, base) -> list[tuple] | None:
+    """``(tape parameter or None, axis, matrix)`` of a one-qubit gate (a ``Rot`` as its three
+    rotations), or ``None`` for a gate on several wires."""
+    if type(op) is qml.Rot:  # RZ(φ), RY(θ), RZ(ω), each its own rotation
+        return [(base + j, axis, rotation_matrix(np.asarray(data[j], dtype=float), axis))
+                for j, axis in enumerate("ZYZ")]
+    if len(mapped) == 1:
+        axis = _ROTATION_AXES.get(type(op))
+        return [(base if axis else None, axis, one_qubit_matrix(op, data))]
+    return None
+
+
+class _ShiftSweep:
+    """The sweep of :func:`simulate_shifts`: block 0 the forward state, then one χ per shifted
+    angle in the light cone.
+
+    Runs of one-qubit gates stay fused: a G inserted inside a run, before the run's remaining
+    product S, is the same as S G S† after the whole run, so every χ of a run is spawned from
+    the forward state once the fused run has been applied. The pending runs of all wires are
+    applied together, before any of their χ is spawned (gates on different wires commute): a
+    layer's rotations act on the blocks alive before the layer only, not on the χ's the layer
+    spawns. CNOT and CZ are not applied one by one but composed into one pending signed
+    permutation of the basis (a layer's ring of CNOTs: one gather instead of one strided swap
+    per gate), applied when the next one-qubit run or another gate needs the state, and folded
+    into the readout of ``probs`` (a basis permutation only relabels the outcomes). Two buffers
+    with room for every block; the blocks in use are a prefix of the current one
+    (``active``), and a one-qubit gate or a permutation writes into the other buffer.
+    """
+
+    def __init__(self, capacity: int, n_rows: int, n: int, shifted: set):
+        self.n, self.shifted = n, shifted
+        self.buffers = [np.zeros((capacity, n_rows, *([2] * n)), dtype=np.complex128),
+                        np.empty((capacity, n_rows, *([2] * n)), dtype=np.complex128)]
+        self.buffers[0].reshape(capacity, n_rows, -1)[0, :, 0] = 1.0
+        self.active = 1
+        self.order: dict = {}  # tape parameter -> block index
+        self.pending: dict = {}  # wire -> [("m", matrix) | ("g", parameter, Pauli)] in order
+        self.perm = _SignedPermutation(n)  # CNOTs and CZs not yet applied
+
+    def materialize(self) -> None:
+        """Apply the pending permutation to the blocks in use."""
+        if self.perm.identity:
+            return
+        self.perm.apply(self.buffers[0][:self.active], self.buffers[1][:self.active])
+        self.buffers.reverse()
+        self.perm.reset()
+
+    def add_one_qubit(self, wire: int, parts: list[tuple]) -> None:
+        """Append a one-qubit gate's matrices (and its shifted generators) to ``wire``'s run."""
+        run = self.pending.setdefault(wire, [])
+        for param, axis, mat in parts:
+            run.append(("m", mat))
+            if param in self.shifted:
+                run.append(("g", param, PAULI_MATRICES[axis]))
+
+    def flush_all(self) -> None:
+        """Apply every wire's pending run, then spawn the runs' χ's from the forward state."""
+        runs = [(w, self.pending.pop(w)) for w in sorted(self.pending)]
+        runs = [(w, run) for w, run in runs if run]
+        if not runs:
+            return
+        self.materialize()  # the pending permutation came before these runs
+        totals = {}
+        for w, run in runs:
+            mats = [e[1] for e in run if e[0] == "m"]
+            if mats:
+                total = mats[0]
+                for m in mats[1:]:
+                    total = matmul_2x2(m, total)
+                totals[w] = total
+        active, buffers = self.active, self.buffers
+        for group in _adjacent_groups(totals, self.n):
+            if len(group) == 1:
+                one_qubit(buffers[0][:active], totals[group[0]], group[0],
+                          out=buffers[1][:active])
+            else:
+                _adjacent_qubits(buffers[0][:active], [totals[w] for w in group], group[0],
+                                 out=buffers[1][:active])
+            buffers.reverse()
+        for w, run in runs:
+            self._spawn(w, run)
+
+    def _spawn(self, wire: int, run: list) -> None:
+        rest = np.eye(2, dtype=complex)  # the product of the run's matrices after an entry
+        spawns = []
+        for entry in reversed(run):
+            if entry[0] == "m":
+                rest = matmul_2x2(rest, entry[1])
+            else:
+                moved = matmul_2x2(matmul_2x2(rest, entry[2]),
+                                   np.conj(np.swapaxes(rest, -1, -2)))
+                spawns.append((entry[1], moved))
+        for param, moved in reversed(spawns):
+            self.order[param] = self.active
+            one_qubit(self.buffers[0][:1], moved, wire,
+                      out=self.buffers[0][self.active:self.active + 1])
+            self.active += 1
+
+    def apply_gate(self, gate, wire_map) -> None:
+        """Apply a gate on several wires (other than CNOT/CZ) to every block in use."""
+        self.flush_all()
+        self.materialize()
+        self.buffers[0][:self.active] = apply_gate(gate.map_wires(wire_map),
+                                                   self.buffers[0][:self.active])
+
+    def values(self, mapped_mps, spec) -> list:
+        """Per measurement, one row per circuit of ``spec`` (circuit-major)."""
+        if not self.perm.identity and not all(isinstance(mp, ProbabilityMP) and not
+                                              mp.diagonalizing_gates() for mp in mapped_mps):
+            self.materialize()
+        readout = None if self.perm.identity else self.perm
+        psi, chis = self.buffers[0][:1], self.buffers[0][1:self.active]
+        values = []
+        for mp in mapped_mps:
+            q_psi, q_chi, cross = _quadratic_forms(mp, psi, chis, readout)
+            rows_out = []
+            for s in spec:
+                if s is None or s[0] not in self.order:
+                    rows_out.append(q_psi)  # the forward circuit, or outside the light cone
+                    continue
+                i = self.order[s[0]] - 1
+                rows_out.append(0.5 * (q_psi + q_chi[i]) - s[1] * cross[i])
+            values.append(np.stack(rows_out))  # (C, rows, ...)
+        return values
+
+
 def simulate_shifts(template, spec, measurements, rows: slice) -> tuple | None:
     """Analytic values of ``measurements`` for the circuits ``spec`` (see :func:`shift_spec`)
-    of the batch rows ``rows`` of ``template``, by the suffix evolutions above.
+    of the batch rows ``rows`` of ``template``, by the suffix evolutions above
+    (:class:`_ShiftSweep`).
 
     Returns:
         ``(values, broadcast)`` as :func:`simulate_stacked` returns them for the same circuits
@@ -459,146 +607,34 @@ def simulate_shifts(template, spec, measurements, rows: slice) -> tuple | None:
     shifted = {s[0] for s in spec if s is not None}
     batched = template.batch_size is not None
     n_rows = rows.stop - rows.start if batched else 1
-
-    gates = []  # (op, data, sliced): kept gates, this part's rows of broadcast parameters
-    broadcast = False
-    for op in ops:
-        if id(op) not in kept_ids:
-            continue
-        data, sliced = list(op.data), False
-        if batched and data:
-            nds = tuple(op.ndim_params)
-            for j, d in enumerate(data):
-                if np.ndim(d) == (nds[j] if j < len(nds) else 0) + 1:
-                    data[j], sliced = np.asarray(d)[rows], True
-        if not _numeric(data):
-            return None
-        broadcast = broadcast or sliced
-        gates.append((op, data, sliced))
+    kept = _kept_gates(ops, kept_ids, batched, rows)
+    if kept is None:
+        return None
+    gates, broadcast = kept
     if (1 + len(shifted)) * n_rows * 2 ** len(template.wires) > _MAX_SHIFT_AMPLITUDES:
         return None
     wires = qml.wires.Wires.all_wires([op.wires for op, _, _ in gates]
                                       + [mp.wires for mp in mps])
     wire_map = _wire_order(gates, wires, shifted, first_param)
-    n = max(len(wires), 1)
-
-    # The sweep: block 0 the forward state, then one χ per shifted angle in the light cone.
-    # Runs of one-qubit gates stay fused: a G inserted inside a run, before the run's
-    # remaining product S, is the same as S G S† after the whole run, so every χ of a run is
-    # spawned from the forward state once the fused run has been applied. The pending runs of
-    # all wires are applied together, before any of their χ is spawned (gates on different
-    # wires commute): a layer's rotations act on the blocks alive before the layer only, not
-    # on the χ's the layer spawns. CNOT and CZ are not applied one by one but composed into one
-    # pending signed permutation of the basis (a layer's ring of CNOTs: one gather instead of
-    # one strided swap per gate), applied when the next one-qubit run or another gate needs
-    # the state, and folded into the readout of ``probs`` (a basis permutation only relabels
-    # the outcomes).
-    # Two buffers with room for every block; the blocks in use are a prefix of the current
-    # one (``active``), and a one-qubit gate or a permutation writes into the other buffer.
-    capacity = 1 + len(shifted)
-    buffers = [np.zeros((capacity, n_rows, *([2] * n)), dtype=np.complex128),
-               np.empty((capacity, n_rows, *([2] * n)), dtype=np.complex128)]
-    buffers[0].reshape(capacity, n_rows, -1)[0, :, 0] = 1.0
-    active = 1
-    order: dict = {}  # tape parameter -> block index
-    pending: dict = {}  # wire -> [("m", matrix) | ("g", parameter, Pauli)] in circuit order
-    perm = _SignedPermutation(n)  # CNOTs and CZs not yet applied (after the applied gates)
-
-    def materialize():
-        if perm.identity:
-            return
-        perm.apply(buffers[0][:active], buffers[1][:active])
-        buffers.reverse()
-        perm.reset()
-
-    def flush_all():
-        nonlocal active
-        runs = [(w, pending.pop(w)) for w in sorted(pending)]
-        runs = [(w, run) for w, run in runs if run]
-        if not runs:
-            return
-        materialize()  # the pending permutation came before these runs
-        totals = {}
-        for w, run in runs:
-            mats = [e[1] for e in run if e[0] == "m"]
-            if mats:
-                total = mats[0]
-                for m in mats[1:]:
-                    total = matmul_2x2(m, total)
-                totals[w] = total
-        for group in _adjacent_groups(totals, n):
-            if len(group) == 1:
-                one_qubit(buffers[0][:active], totals[group[0]], group[0],
-                          out=buffers[1][:active])
-            else:
-                _adjacent_qubits(buffers[0][:active], [totals[w] for w in group], group[0],
-                                 out=buffers[1][:active])
-            buffers.reverse()
-        for w, run in runs:
-            rest = np.eye(2, dtype=complex)  # the product of the run's matrices after an entry
-            spawns = []
-            for entry in reversed(run):
-                if entry[0] == "m":
-                    rest = matmul_2x2(rest, entry[1])
-                else:
-                    moved = matmul_2x2(matmul_2x2(rest, entry[2]),
-                                       np.conj(np.swapaxes(rest, -1, -2)))
-                    spawns.append((entry[1], moved))
-            for param, moved in reversed(spawns):
-                order[param] = active
-                one_qubit(buffers[0][:1], moved, w, out=buffers[0][active:active + 1])
-                active += 1
-
+    sweep = _ShiftSweep(1 + len(shifted), n_rows, max(len(wires), 1), shifted)
     for op, data, sliced in gates:
         mapped = [wire_map[w] for w in op.wires]
-        base = first_param[id(op)]
-        parts: list[tuple] | None
-        if type(op) is qml.Rot:  # RZ(φ), RY(θ), RZ(ω), each its own rotation
-            parts = [(base + j, axis, rotation_matrix(np.asarray(data[j], dtype=float), axis))
-                     for j, axis in enumerate("ZYZ")]
-        elif len(mapped) == 1:
-            axis = _ROTATION_AXES.get(type(op))
-            parts = [(base if axis else None, axis, one_qubit_matrix(op, data))]
-        else:
-            parts = None
+        parts = _one_qubit_parts(op, data, mapped, first_param[id(op)])
         if parts is not None:
-            run = pending.setdefault(mapped[0], [])
-            for param, axis, mat in parts:
-                run.append(("m", mat))
-                if param in shifted:
-                    run.append(("g", param, PAULI_MATRICES[axis]))
+            sweep.add_one_qubit(mapped[0], parts)
             continue
-        if any(pending.get(w) for w in mapped):
-            flush_all()
+        if any(sweep.pending.get(w) for w in mapped):
+            sweep.flush_all()
         if op.name in ("CNOT", "CZ"):
-            perm.compose(op.name, *mapped)
+            sweep.perm.compose(op.name, *mapped)
             continue
-        flush_all()
-        materialize()
         gate = qml.ops.functions.bind_new_parameters(op, data) if sliced else op
         if gate.batch_size != (n_rows if sliced else None):
             return None  # the rebound gate does not broadcast (as merged_tapes declines it)
-        buffers[0][:active] = apply_gate(gate.map_wires(wire_map), buffers[0][:active])
-    flush_all()
-    mapped_mps = [mp.map_wires(wire_map) for mp in mps]
-    if not perm.identity and not all(isinstance(mp, ProbabilityMP) and not
-                                     mp.diagonalizing_gates() for mp in mapped_mps):
-        materialize()
-    readout = None if perm.identity else perm
-
-    psi, chis = buffers[0][:1], buffers[0][1:active]
-    values = []
-    for mp in mapped_mps:
-        q_psi, q_chi, cross = _quadratic_forms(mp, psi, chis, readout)
-        rows_out = []
-        for s in spec:
-            if s is None or s[0] not in order:
-                rows_out.append(q_psi)  # the forward circuit, or a gate outside the light cone
-                continue
-            i = order[s[0]] - 1
-            rows_out.append(0.5 * (q_psi + q_chi[i]) - s[1] * cross[i])
-        values.append(np.stack(rows_out))  # (C, rows, ...)
-    return values, broadcast or bool(order)
+        sweep.apply_gate(gate, wire_map)
+    sweep.flush_all()
+    values = sweep.values([mp.map_wires(wire_map) for mp in mps], spec)
+    return values, broadcast or bool(sweep.order)
 
 
 # From this many amplitudes per state, a permutation gathers one state at a time (its 64 KiB
