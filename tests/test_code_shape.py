@@ -27,8 +27,6 @@ ALLOWED = {
     "pennylane_qshiftdp.audit.white_box:audit_optimizer_one_run": (46, 13),
     "pennylane_qshiftdp.audit.white_box:audit_release": (47, 15),
     "pennylane_qshiftdp.optimizers.optimizer:QShiftDPOptimizer.__init__": (133, 25),
-    "pennylane_qshiftdp.privacy_engine:_prepare_clipping": (87, 11),
-    "pennylane_qshiftdp.privacy_engine:_prepare_ledger": (38, 21),
     # make_private's keyword-only compatibility signature (issue 46 keeps it)
     "pennylane_qshiftdp.privacy_engine:make_private": (106, 31),
     "pennylane_qshiftdp.qnn.evaluation:_evaluation": (23, 13),
