@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # the static view (type checkers, the API docs); at run time:
     from .qnn.evaluation import evaluate_layer
     from .qnn.private_qnode import check_private_qnode
     from .sampling.modes import set_shot_sampling, use_exact_law
+    from .specs import AccountingSpec, ClipSpec, CreditSpec, RandomnessSpec, SamplingSpec
 
 #: public name -> the module that defines it (loaded on first access, PEP 562).
 _LIBRARY = {
@@ -72,6 +73,8 @@ _LIBRARY = {
     "observable_range": "gradients.observables", "param_shift": "gradients.parameter_shift",
     "shift_rule_coefficients": "gradients.shift_rules",
     "validate_shots": "gradients.parameter_shift",
+    "AccountingSpec": "specs", "ClipSpec": "specs", "CreditSpec": "specs",
+    "RandomnessSpec": "specs", "SamplingSpec": "specs",
 }
 #: the application (``qshiftdp train``'s job): loaded only when one of these is asked for.
 _APPLICATION = {
@@ -111,7 +114,10 @@ def __dir__() -> list:
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "AccountingSpec",
     "CREDIT_MODES",
+    "ClipSpec",
+    "CreditSpec",
     "CostEstimate",
     "Dataset",
     "PrivacyEngine",
@@ -120,6 +126,8 @@ __all__ = [
     "HybridClassifier",
     "QShiftDPOptimizer",
     "QuantumClassifier",
+    "RandomnessSpec",
+    "SamplingSpec",
     "Sensitivity",
     "TrainConfig",
     "TrainResult",

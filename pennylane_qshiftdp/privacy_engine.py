@@ -42,21 +42,14 @@ from numpy.typing import ArrayLike
 from opacus import GradSampleModule
 
 from . import _compat, qnn
-from ._validation import (
-    check_beta,
-    check_choice,
-    check_epsilon,
-    check_positive_float,
-    check_positive_int,
-    check_sample_rate,
-)
+from ._validation import check_positive_float
 from .accountants.calibration import (
     DEFAULT_ACCOUNTANT,
     calibrate_noise_multiplier,
     epochs_to_steps,
 )
-from .accountants.ledger import ADJACENCIES, PrivacyLedger
-from .credit.shot_noise import CREDIT_MODES
+from .accountants.config import LedgerConfig
+from .accountants.ledger import PrivacyLedger
 from .data_loader import poisson_loader, private_dataset
 from .exceptions import PrivacyWarning, SensitivityError
 from .gradients.sensitivity_bound import Sensitivity
@@ -86,23 +79,24 @@ from .optimizers.public_clip import (
     synthetic_gradient_norms,
 )
 from .optimizers.selection import build_optimizer
+from .specs import (
+    CLIP_MODES,
+    DEFAULT_PROVEN_EPSILON_FACTOR,
+    AccountingSpec,
+    ClipSpec,
+    CreditSpec,
+    RandomnessSpec,
+    SamplingSpec,
+)
 
 __all__ = [
     "make_private", "check_per_example_loss", "default_clip_mode", "CLIP_MODES",
     "AUTOMATIC_CLIPPING_GAMMA", "DEFAULT_PROVEN_EPSILON_FACTOR",
 ]
 
-#: Accepted string values of ``max_grad_norm`` (a positive float is fixed DP-SGD clipping;
-#: ``None`` chooses from the model's structure, :func:`default_clip_mode`).
-CLIP_MODES = ("calibrated", "certified", "public", "adaptive", "automatic")
-
 #: Stability constant γ of automatic clipping, in units of C (Bu et al., arXiv:2206.07136,
 #: who use 0.01 throughout): a per-example gradient g is scaled by 1/(‖g‖ + γ).
 AUTOMATIC_CLIPPING_GAMMA = 0.01
-
-#: With shot-noise credit, the artificial noise never drops below the level that alone gives
-#: ε = factor × target ε (docs/noise.md, "Noise floor").
-DEFAULT_PROVEN_EPSILON_FACTOR = 1.5
 
 # Synthetic examples behind the diagnosis's clip check in the modes that do not calibrate.
 _DIAGNOSIS_EXAMPLES = 16
@@ -154,47 +148,21 @@ class _Clipping:
     info: dict
     public_fn: Callable[[int], float] | None = None
     adaptive: dict | None = None
+    synthetic: _Synthetic | None = None  # the public synthetic norms (calibration, diagnosis)
 
 
-def _check_arguments(*, module, optimizer, target_epsilon, adjacency, secure_mode, seed,
-                     variance_floor_source, max_grad_norm, credit, beta,
-                     proven_epsilon_factor) -> str:
-    """The checks that need no model or data (before any warning); returns the adjacency."""
-    check_epsilon(target_epsilon, "target_epsilon")
-    adjacency = check_choice(adjacency, "adjacency", ADJACENCIES)
-    if credit in CREDIT_MODES:  # an unknown mode is refused, with the list, further on
-        check_beta(beta, "beta", required=credit in ("adaptive", "isotropic"))
-    if credit != "none" and not (isinstance(proven_epsilon_factor, (int, float))
-                                 and math.isfinite(proven_epsilon_factor)
-                                 and proven_epsilon_factor > 1.0):
-        raise ValueError(
-            f"`proven_epsilon_factor` must be a finite number above 1 (the proven ε may "
-            f"exceed the target by at most this factor when shot noise is credited). Found "
-            f"{proven_epsilon_factor!r}."
-        )
+def _check_arguments(module, optimizer) -> None:
+    """The checks of the optimizer and the module that need no conversion or data (after the
+    specs' own checks, before any warning)."""
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"`optimizer` must be a torch.optim.Optimizer. Found "
                         f"{type(optimizer).__name__}.")
-    if secure_mode and seed is not None:
-        raise ValueError("secure_mode draws DP noise from the OS's CSPRNG and refuses `seed`.")
-    if variance_floor_source not in ("proven", "declared"):
-        raise ValueError(f"`variance_floor_source` must be 'proven' or 'declared'. Found "
-                         f"{variance_floor_source!r}.")
-    if max_grad_norm is None:
-        pass
-    elif isinstance(max_grad_norm, str):
-        if max_grad_norm not in CLIP_MODES:
-            raise ValueError(f"`max_grad_norm` must be one of {CLIP_MODES} or a positive float. "
-                             f"Found {max_grad_norm!r}.")
-    else:
-        check_positive_float(max_grad_norm, "max_grad_norm")
     if isinstance(module, GradSampleModule) or hasattr(module, "autograd_grad_sample_hooks"):
         raise ValueError(
             "`module` is already private (it carries Opacus's per-example hooks from an earlier "
             "make_private). Pass a fresh module, or call remove_hooks() on the returned "
             "GradSampleModule first."
         )
-    return adjacency
 
 
 def _prepare_model(module, optimizer) -> _Model:
@@ -213,8 +181,7 @@ def _prepare_model(module, optimizer) -> _Model:
     return _Model(module, layers, trainable, quantum, classical)
 
 
-def _prepare_sampling(data_loader, sample_rate, epochs, expected_batch_size=None,
-                      dataset_size=None) -> _Sampling:
+def _prepare_sampling(data_loader, spec: SamplingSpec) -> _Sampling:
     """The examples Poisson sampling runs over, the rate q, the divisor b and the steps.
 
     Nothing the release divides by depends on the private data: b is the loader's
@@ -227,19 +194,15 @@ def _prepare_sampling(data_loader, sample_rate, epochs, expected_batch_size=None
     batch_size = data_loader.batch_size
     if batch_size is None or batch_size < 1:
         raise ValueError(f"`data_loader` must have a positive batch_size. Found {batch_size}.")
-    if sample_rate is not None and dataset_size is not None:
-        raise ValueError(f"Give `sample_rate` or `dataset_size` (q = expected_batch_size / "
-                         f"dataset_size), not both. Found sample_rate={sample_rate!r}, "
-                         f"dataset_size={dataset_size!r}.")
-    if expected_batch_size is None:
+    if spec.expected_batch_size is None:
         b, b_source = float(batch_size), "the loader's batch_size"
     else:
-        b = check_positive_float(expected_batch_size, "expected_batch_size")
-        b_source = "declared (expected_batch_size)"
-    if sample_rate is not None:
-        q, source, public_n = check_sample_rate(sample_rate, "sample_rate"), "sample_rate", None
-    elif dataset_size is not None:
-        public_n = check_positive_int(dataset_size, "dataset_size")
+        b, b_source = spec.expected_batch_size, "declared (expected_batch_size)"
+    public_n: int | None
+    if spec.sample_rate is not None:
+        q, source, public_n = spec.sample_rate, "sample_rate", None
+    elif spec.dataset_size is not None:
+        public_n = spec.dataset_size
         if b >= public_n:
             warnings.warn(
                 f"The expected batch size ({b:g}) is not below the declared dataset_size "
@@ -256,15 +219,16 @@ def _prepare_sampling(data_loader, sample_rate, epochs, expected_batch_size=None
         q, source = 1.0 / len(data_loader), "dataset_length"
         if note is not None:  # N is treated as public on this path: the statement may show it
             note += f" (N = {public_n} of {len(data_loader.dataset)})"
-    steps = epochs_to_steps(epochs=epochs, sample_rate=q)
+    steps = epochs_to_steps(epochs=spec.epochs, sample_rate=q)
     return _Sampling(dataset, note, public_n, q, source, b, b_source, steps)
 
 
-def _prepare_sensitivity(model: _Model, example, *, max_grad_norm, credit, loss,
-                         adaptive_clipping, jacobian_bound) -> Sensitivity | None:
+def _prepare_sensitivity(model: _Model, example, clip: ClipSpec,
+                         credit_spec: CreditSpec) -> Sensitivity | None:
     """The certified bound Δ where the clip mode needs it (or, for adaptive clipping, as a
     natural first clip norm when it can be computed)."""
-    layers = model.layers
+    layers, max_grad_norm, credit = model.layers, clip.max_grad_norm, credit_spec.credit
+    loss, adaptive_clipping, jacobian_bound = clip.loss, clip.adaptive_clipping, clip.jacobian_bound
     if max_grad_norm == "adaptive" and credit == "none":
         if len(layers) == 1 and not model.classical and (adaptive_clipping or {}).get(
                 "initial_clipbound") is None:
@@ -337,10 +301,11 @@ class _Synthetic:
     loss: str  # which loss the gradients are of
 
 
-def _synthetic_norms(model: _Model, sampling: _Sampling, *, input_range, loss, criterion,
+def _synthetic_norms(model: _Model, sampling: _Sampling, clip: ClipSpec,
                      n: int = CALIBRATION_EXAMPLES) -> _Synthetic:
     """Gradient norms of the model at its current (initial) weights on ``n`` public synthetic
     examples: only the shape and dtype of the data's first row and label are read."""
+    input_range, loss, criterion = clip.input_range, clip.loss, clip.criterion
     example, label = sampling.dataset[0][0], sampling.dataset[0][1]
     shape = output_shape(model.module, example)
     n_out = int(shape[-1]) if len(shape) >= 1 else 1
@@ -361,11 +326,56 @@ def _synthetic_norms(model: _Model, sampling: _Sampling, *, input_range, loss, c
     return _Synthetic(norms, where, loss_text)
 
 
-def _calibrated_clipping(model: _Model, synthetic: _Synthetic, sens, *,
-                         classical_max_grad_norm, default_mode) -> _Clipping:
+def _check_loss(model: _Model, sampling: _Sampling, clip: ClipSpec, example) -> str | None:
+    """Warn about a declared loss the clip mode does not read, probe ``criterion`` for
+    coupled examples, and return what the certified bound covers (``"certified"`` only)."""
+    mode, loss = clip.max_grad_norm, clip.loss
+    if loss is not None and mode not in ("certified", "public", "calibrated"):
+        warnings.warn("`loss` is used only with max_grad_norm='calibrated', 'certified' or "
+                      "'public'; the clip norm bounds the gradients here.", PrivacyWarning,
+                      stacklevel=3)
+    coverage = None
+    if mode == "certified":
+        coverage = certified_coverage(model.module, model.layers[0], example, loss, clip.strict)
+    if clip.criterion is not None:
+        check_per_example_loss(clip.criterion, output_shape(model.module, example),
+                               sampling.dataset[0][1])
+    return coverage
+
+
+def _synthetic_for(model: _Model, sampling: _Sampling, clip: ClipSpec) -> _Synthetic | None:
+    """The public synthetic norms the calibration reads (``"calibrated"``), or a few for the
+    diagnosis's clip check (``None`` where that fails, and in the modes without a clip)."""
+    if clip.max_grad_norm == "calibrated":
+        return _synthetic_norms(model, sampling, clip)
+    if clip.max_grad_norm in ("automatic", "adaptive"):
+        return None
+    try:  # for the diagnosis only (a clip far above the gradients): a few examples
+        return _synthetic_norms(model, sampling, clip, n=_DIAGNOSIS_EXAMPLES)
+    except Exception:  # noqa: BLE001 - the diagnosis then skips its clip check
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class _ClipInputs:
+    """What a clip-mode resolver reads (:data:`_CLIP_RESOLVERS`)."""
+
+    model: _Model
+    sampling: _Sampling
+    sens: Sensitivity | None
+    spec: ClipSpec
+    seed: int | None
+    synthetic: _Synthetic | None
+    example: torch.Tensor  # the data's first row (only its shape is read)
+
+
+def _calibrated_clipping(inputs: _ClipInputs) -> _Clipping:
     """C = the median per-example gradient norm at the initial weights on public synthetic
     examples (shape and dtype of the data's first row only; inputs on ``input_range`` or
     standard normal; synthetic labels), capped at Δ where Δ applies."""
+    sens, synthetic = inputs.sens, inputs.synthetic
+    classical_max_grad_norm = inputs.spec.classical_max_grad_norm
+    assert synthetic is not None  # computed by _prepare_clipping for this mode
     if classical_max_grad_norm is not None:
         raise ValueError(
             "max_grad_norm='calibrated' calibrates one clip for all trainable parameters; "
@@ -374,7 +384,7 @@ def _calibrated_clipping(model: _Model, synthetic: _Synthetic, sens, *,
     norms, where, loss_text = synthetic.norms, synthetic.inputs, synthetic.loss
     clip = calibrated_clip_norm(norms)
     capped = sens is not None and sens.delta < clip
-    if capped:
+    if sens is not None and capped:
         clip = sens.delta
     info: dict = {"mode": "calibrated", "clip_norm": clip, "quantile": CALIBRATION_QUANTILE,
             "synthetic_examples": CALIBRATION_EXAMPLES, "synthetic_inputs": where,
@@ -392,108 +402,146 @@ def _calibrated_clipping(model: _Model, synthetic: _Synthetic, sens, *,
             "privacy)"}
     if sens is not None:
         info["delta"] = sens.delta
-    if default_mode:
+    if inputs.spec.chosen_by_default:
         info["description"] += (" (the default: chosen from the model, its initial weights and "
                                 "public synthetic inputs only, never from the data)")
     return _Clipping(clip, None, info)
 
 
-def _prepare_clipping(model: _Model, sampling: _Sampling, sens, *, max_grad_norm,
-                      classical_max_grad_norm, input_range, adaptive_clipping,
-                      seed, loss, default_mode: bool = False,
-                      synthetic: _Synthetic | None = None) -> _Clipping:
-    """The clip norm of each mode and its description for the privacy statement."""
-    classical, layers = model.classical, model.layers
-    example = sampling.dataset[0][0]
-    if max_grad_norm == "calibrated":
-        assert synthetic is not None  # computed by make_private for this mode
-        return _calibrated_clipping(model, synthetic, sens,
-                                    classical_max_grad_norm=classical_max_grad_norm,
-                                    default_mode=default_mode)
-    if max_grad_norm == "certified":
-        quantum_params = [p for p in model.trainable if id(p) in model.quantum]
-        groups = None
-        if classical:
-            if classical_max_grad_norm is None:
-                raise ValueError(
-                    f"max_grad_norm='certified' bounds the quantum weights only; the "
-                    f"{len(classical)} trainable classical parameter tensors need "
-                    f"`classical_max_grad_norm` (per-layer clipping), or pass one float "
-                    f"`max_grad_norm` to clip everything."
-                )
-            check_positive_float(classical_max_grad_norm, "classical_max_grad_norm")
-            groups = [(quantum_params, sens.delta), (classical, classical_max_grad_norm)]
-        clip = (math.hypot(sens.delta, classical_max_grad_norm) if classical else sens.delta)
-        info = {"mode": "certified", "delta": sens.delta,
-                "classical_max_grad_norm": classical_max_grad_norm,
-                "description": "C = the certified a-priori bound Δ of the parameter-shift "
-                "gradient" + (f" combined with C_classical = {classical_max_grad_norm:g}"
-                              if classical else "")
-                + "; every per-example gradient is clipped at C"}
-        return _Clipping(clip, groups, info)
-    if max_grad_norm == "public":
-        if classical or len(layers) != 1 or model.module is not layers[0] and not feeds_data(
-                model.module, layers[0], example):
-            raise ValueError("max_grad_norm='public' needs a model whose only trainable layer "
-                             "is one TorchLayer fed by the data (its input domain is "
-                             "`input_range`).")
-        if input_range is None:
-            raise ValueError("max_grad_norm='public' needs `input_range=(low, high)`, a bound "
-                             "on every input feature known without the data.")
-        layer = layers[0]
-        n_in = int(torch.as_tensor(example).numel())
-        bounds = sens.loss_grad_bounds
-
-        def clip_norm_fn(step):
-            # A softmax cross-entropy bounds by its largest actual gradient over the labels
-            # (domain_gradient_bound's `loss`); any other loss by the norm-based bound.
-            return domain_gradient_bound(layer, input_range=input_range, n_inputs=n_in,
-                                         loss_grad_bounds=bounds, seed=(seed or 0, step),
-                                         loss=loss)
-
-        clip = min(sens.delta, clip_norm_fn(0))
-        info = {"mode": "public", "delta": sens.delta, "initial_clip_norm": clip,
-                "input_range": list(input_range),
-                "description": "C_t = the largest analytic per-example gradient norm "
-                f"found at sampled points of the input domain {list(input_range)} at the "
-                "current weights (public information, recomputed every epoch; never above "
-                "Δ; an estimate of the supremum, so a clip may bind, which costs bias, "
-                "not privacy)"}
-        return _Clipping(clip, None, info,
-                         public_fn=lambda step: min(sens.delta, clip_norm_fn(step)))
-    if max_grad_norm == "automatic":
-        if classical_max_grad_norm is not None:
+def _certified_clipping(inputs: _ClipInputs) -> _Clipping:
+    """C = the certified bound Δ (with a classical clip: per-layer clipping, C = √(Δ² + C_cl²))."""
+    model, sens = inputs.model, inputs.sens
+    classical_max_grad_norm, classical = inputs.spec.classical_max_grad_norm, model.classical
+    assert sens is not None  # _prepare_sensitivity computes Δ in this mode (or raises)
+    quantum_params = [p for p in model.trainable if id(p) in model.quantum]
+    groups, clip = None, sens.delta
+    if classical:
+        if classical_max_grad_norm is None:
             raise ValueError(
-                "max_grad_norm='automatic' normalises every per-example gradient as a whole; "
-                f"`classical_max_grad_norm` ({classical_max_grad_norm!r}) has no meaning there. "
-                "Drop it, or use max_grad_norm='certified' for per-layer clipping.")
-        info = {"mode": "automatic", "clip_norm": 1.0, "gamma": AUTOMATIC_CLIPPING_GAMMA,
-                "description": "automatic clipping (Bu et al., arXiv:2206.07136): every "
-                "per-example gradient g is scaled to g/(‖g‖ + "
-                f"{AUTOMATIC_CLIPPING_GAMMA:g}), of norm below C = 1"}
-        if default_mode:
-            info["description"] += (
-                " (the default for this model: it trains parameters outside a single "
-                "TorchLayer, which the certified bound Δ does not cover; chosen from the "
-                "model's structure only, never from the data)")
-        return _Clipping(1.0, None, info)
-    if max_grad_norm == "adaptive":
-        adaptive = dict(adaptive_clipping or {})
-        clip = float(adaptive.pop("initial_clipbound", sens.delta if sens else 1.0))
-        info = {"mode": "adaptive", "initial_clip_norm": clip,
-                "description": "adaptive quantile clipping (Andrew et al., "
-                "arXiv:1905.03871); the clip norm changes every step"}
-        return _Clipping(clip, None, info, adaptive=adaptive)
-    clip = float(max_grad_norm)
+                f"max_grad_norm='certified' bounds the quantum weights only; the "
+                f"{len(classical)} trainable classical parameter tensors need "
+                f"`classical_max_grad_norm` (per-layer clipping), or pass one float "
+                f"`max_grad_norm` to clip everything."
+            )
+        check_positive_float(classical_max_grad_norm, "classical_max_grad_norm")
+        groups = [(quantum_params, sens.delta), (classical, classical_max_grad_norm)]
+        clip = math.hypot(sens.delta, classical_max_grad_norm)
+    info = {"mode": "certified", "delta": sens.delta,
+            "classical_max_grad_norm": classical_max_grad_norm,
+            "description": "C = the certified a-priori bound Δ of the parameter-shift "
+            "gradient" + (f" combined with C_classical = {classical_max_grad_norm:g}"
+                          if classical else "")
+            + "; every per-example gradient is clipped at C"}
+    return _Clipping(clip, groups, info)
+
+
+def _public_clipping(inputs: _ClipInputs) -> _Clipping:
+    """C_t = the largest analytic per-example gradient norm at sampled points of the declared
+    input domain at the current weights (recomputed every epoch), never above Δ."""
+    model, sens, spec, seed = inputs.model, inputs.sens, inputs.spec, inputs.seed
+    layers, input_range, loss = model.layers, spec.input_range, spec.loss
+    example = inputs.example
+    if model.classical or len(layers) != 1 or model.module is not layers[0] and not feeds_data(
+            model.module, layers[0], example):
+        raise ValueError("max_grad_norm='public' needs a model whose only trainable layer "
+                         "is one TorchLayer fed by the data (its input domain is "
+                         "`input_range`).")
+    if input_range is None:
+        raise ValueError("max_grad_norm='public' needs `input_range=(low, high)`, a bound "
+                         "on every input feature known without the data.")
+    assert sens is not None  # _prepare_sensitivity computes Δ in this mode (or raises)
+    layer = layers[0]
+    n_in = int(torch.as_tensor(example).numel())
+    bounds = sens.loss_grad_bounds
+
+    def clip_norm_fn(step):
+        # A softmax cross-entropy bounds by its largest actual gradient over the labels
+        # (domain_gradient_bound's `loss`); any other loss by the norm-based bound.
+        return domain_gradient_bound(layer, input_range=input_range, n_inputs=n_in,
+                                     loss_grad_bounds=bounds, seed=(seed or 0, step),
+                                     loss=loss)
+
+    clip = min(sens.delta, clip_norm_fn(0))
+    info = {"mode": "public", "delta": sens.delta, "initial_clip_norm": clip,
+            "input_range": list(input_range),
+            "description": "C_t = the largest analytic per-example gradient norm "
+            f"found at sampled points of the input domain {list(input_range)} at the "
+            "current weights (public information, recomputed every epoch; never above "
+            "Δ; an estimate of the supremum, so a clip may bind, which costs bias, "
+            "not privacy)"}
+    return _Clipping(clip, None, info,
+                     public_fn=lambda step: min(sens.delta, clip_norm_fn(step)))
+
+
+def _automatic_clipping(inputs: _ClipInputs) -> _Clipping:
+    """Automatic clipping (Bu et al.): every per-example gradient normalised, C = 1."""
+    classical_max_grad_norm = inputs.spec.classical_max_grad_norm
+    if classical_max_grad_norm is not None:
+        raise ValueError(
+            "max_grad_norm='automatic' normalises every per-example gradient as a whole; "
+            f"`classical_max_grad_norm` ({classical_max_grad_norm!r}) has no meaning there. "
+            "Drop it, or use max_grad_norm='certified' for per-layer clipping.")
+    info: dict = {"mode": "automatic", "clip_norm": 1.0, "gamma": AUTOMATIC_CLIPPING_GAMMA,
+            "description": "automatic clipping (Bu et al., arXiv:2206.07136): every "
+            "per-example gradient g is scaled to g/(‖g‖ + "
+            f"{AUTOMATIC_CLIPPING_GAMMA:g}), of norm below C = 1"}
+    if inputs.spec.chosen_by_default:
+        info["description"] += (
+            " (the default for this model: it trains parameters outside a single "
+            "TorchLayer, which the certified bound Δ does not cover; chosen from the "
+            "model's structure only, never from the data)")
+    return _Clipping(1.0, None, info)
+
+
+def _adaptive_clipping(inputs: _ClipInputs) -> _Clipping:
+    """Adaptive quantile clipping (Andrew et al.): a first clip norm and the settings."""
+    sens = inputs.sens
+    adaptive = dict(inputs.spec.adaptive_clipping or {})
+    clip = float(adaptive.pop("initial_clipbound", sens.delta if sens else 1.0))
+    info = {"mode": "adaptive", "initial_clip_norm": clip,
+            "description": "adaptive quantile clipping (Andrew et al., "
+            "arXiv:1905.03871); the clip norm changes every step"}
+    return _Clipping(clip, None, info, adaptive=adaptive)
+
+
+def _fixed_clipping(inputs: _ClipInputs) -> _Clipping:
+    """A positive float ``max_grad_norm``: DP-SGD clipping of all parameters at C."""
+    clip = float(inputs.spec.max_grad_norm)  # type: ignore[arg-type]  # a float here
     info = {"mode": "fixed", "clip_norm": clip,
             "description": f"fixed clip norm C = {clip:g} (DP-SGD)"}
-    if sens is not None:
-        info["delta"] = sens.delta
+    if inputs.sens is not None:
+        info["delta"] = inputs.sens.delta
     return _Clipping(clip, None, info)
 
 
-def _check_credit(model: _Model, sens, *, credit, max_grad_norm, variance_floor) -> None:
+#: The resolver of each string clip mode (a float ``max_grad_norm`` is :func:`_fixed_clipping`):
+#: a new mode is one resolver here and its name in :data:`~pennylane_qshiftdp.specs.CLIP_MODES`.
+_CLIP_RESOLVERS: dict[str, Callable[[_ClipInputs], _Clipping]] = {
+    "calibrated": _calibrated_clipping,
+    "certified": _certified_clipping,
+    "public": _public_clipping,
+    "automatic": _automatic_clipping,
+    "adaptive": _adaptive_clipping,
+}
+
+
+def _prepare_clipping(model: _Model, sampling: _Sampling, sens, clip: ClipSpec,
+                      randomness: RandomnessSpec) -> _Clipping:
+    """The clip norm of the mode and its description for the privacy statement (the mode's
+    resolver), with the public synthetic norms it and the diagnosis read."""
+    synthetic = _synthetic_for(model, sampling, clip)
+    example = sampling.dataset[0][0]
+    mode = clip.max_grad_norm
+    resolver = _CLIP_RESOLVERS[mode] if isinstance(mode, str) else _fixed_clipping
+    clipping = resolver(_ClipInputs(model, sampling, sens, clip, randomness.seed, synthetic,
+                                    example))
+    clipping.synthetic = synthetic
+    return clipping
+
+
+def _check_credit(model: _Model, sens, credit_spec: CreditSpec, max_grad_norm) -> None:
     """A shot-noise credit needs certified clipping of one TorchLayer with finite shots."""
+    credit, variance_floor = credit_spec.credit, credit_spec.variance_floor
     if credit != "none" and max_grad_norm != "certified":
         raise NotImplementedError(
             f"credit={credit!r} needs max_grad_norm='certified': the credit counts the shot "
@@ -521,9 +569,13 @@ def _check_credit(model: _Model, sens, *, credit, max_grad_norm, variance_floor)
             )
 
 
-def _prepare_noise(sampling: _Sampling, *, target_epsilon, target_delta, accountant, credit,
-                   proven_epsilon_factor) -> tuple[float, float | None]:
-    """σ from the accountant and, with a credit mode, the data-independent noise floor."""
+def _prepare_noise(sampling: _Sampling, accounting: AccountingSpec,
+                   credit_spec: CreditSpec) -> tuple[float, float | None]:
+    """σ from the accountant and, with a credit mode, the data-independent noise floor (κ was
+    checked by the :class:`~.CreditSpec`)."""
+    target_epsilon, target_delta = accounting.target_epsilon, accounting.target_delta
+    accountant, credit = accounting.accountant, credit_spec.credit
+    proven_epsilon_factor = credit_spec.proven_epsilon_factor
     sigma = calibrate_noise_multiplier(target_epsilon=target_epsilon, target_delta=target_delta,
                                        sample_rate=sampling.sample_rate, steps=sampling.steps,
                                        accountant=accountant)
@@ -542,62 +594,81 @@ def _prepare_noise(sampling: _Sampling, *, target_epsilon, target_delta, account
         f"only if the shot noise makes up the rest, which measured shot noise rarely does "
         f"(docs/noise.md). Use credit='none' for a proven ε at the target.",
         PrivacyWarning, stacklevel=3)
-    if not (math.isfinite(proven_epsilon_factor) and proven_epsilon_factor > 1.0):
-        raise ValueError(
-            f"`proven_epsilon_factor` must be a finite number above 1 (the proven ε may "
-            f"exceed the target by at most this factor when shot noise is credited). Found "
-            f"{proven_epsilon_factor!r}."
-        )
     floor = calibrate_noise_multiplier(
         target_epsilon=proven_epsilon_factor * target_epsilon, target_delta=target_delta,
         sample_rate=sampling.sample_rate, steps=sampling.steps, accountant=accountant)
     return sigma, floor
 
 
-def _prepare_ledger(sampling: _Sampling, clipping: _Clipping, sens, *, sigma, floor,
-                    target_epsilon, target_delta, adjacency, credit, beta, accountant,
-                    variance_floor, variance_floor_source, secure_mode, seed, coverage,
-                    proven_epsilon_factor, preprocessing_note, routes, devices,
-                    allocation) -> PrivacyLedger:
-    """The ledger, with everything the privacy statement needs in its provenance."""
+@dataclasses.dataclass(frozen=True)
+class _Prepared:
+    """What make_private has prepared when the ledger is made (its provenance reads it)."""
+
+    model: _Model
+    sampling: _Sampling
+    sens: Sensitivity | None
+    clipping: _Clipping
+    sigma: float
+    floor: float | None
+    coverage: str | None  # what the certified bound covers ("certified" only)
+    allocation: tuple[dict, dict] | None  # the shot budget's summary and provenance
+
+
+def _ledger_extra(prepared: _Prepared, credit_spec: CreditSpec, randomness: RandomnessSpec,
+                  routes: dict) -> dict:
+    """Everything the privacy statement needs beside the accounting (the ledger's ``extra``)."""
+    sampling, sens, devices = prepared.sampling, prepared.sens, prepared.model.layers
     extra = {
         "gradient_routes": routes,
         "circuit_execution": _circuit_execution(routes, devices),
         "versions": _versions(),
-        "clipping": clipping.info,
-        "variance_floor": variance_floor,
-        "variance_floor_source": variance_floor_source,
-        "randomness": _randomness(secure_mode, seed) + _device_randomness(devices),
+        "clipping": prepared.clipping.info,
+        "variance_floor": credit_spec.variance_floor,
+        "variance_floor_source": credit_spec.variance_floor_source,
+        "randomness": (_randomness(randomness.secure_mode, randomness.seed)
+                       + _device_randomness(devices)),
         "planned_steps": sampling.steps,
         "expected_batch_size_source": sampling.expected_batch_size_source,
     }
-    if allocation is not None:
-        extra["shot_budget"], extra["provenance"] = allocation
+    if prepared.allocation is not None:
+        extra["shot_budget"], extra["provenance"] = prepared.allocation
     if sampling.note is not None:
         extra["sampling_subset"] = sampling.note
-    if coverage is not None:
-        extra["certified_coverage"] = coverage
+    if prepared.coverage is not None:
+        extra["certified_coverage"] = prepared.coverage
     if sens is not None:
         extra["sensitivity"] = sens.as_dict()
-    if floor is not None:
-        extra["noise_floor_multiplier"] = floor
-        extra["proven_epsilon_factor"] = proven_epsilon_factor
+    if prepared.floor is not None:
+        extra["noise_floor_multiplier"] = prepared.floor
+        extra["proven_epsilon_factor"] = credit_spec.proven_epsilon_factor
+    return extra
+
+
+def _prepare_ledger(accounting: AccountingSpec, credit_spec: CreditSpec,
+                    randomness: RandomnessSpec, prepared: _Prepared, example) -> PrivacyLedger:
+    """The ledger, with everything the privacy statement needs in its provenance."""
+    routes = gradient_routes(prepared.model.module, prepared.model.layers, example)
+    extra = _ledger_extra(prepared, credit_spec, randomness, routes)
+    sampling, adjacency = prepared.sampling, accounting.adjacency
     factor = 2.0 if adjacency == "replace_one" else 1.0
     with warnings.catch_warnings():
         warnings.simplefilter("always", PrivacyWarning)
-        return PrivacyLedger(
-            target_epsilon=target_epsilon, target_delta=target_delta, noise_multiplier=sigma,
-            sample_rate=sampling.sample_rate, sensitivity=factor * clipping.clip,
-            adjacency=adjacency, credit_mode=credit, beta=beta, accountant=accountant,
-            dataset_size=sampling.public_n, expected_batch_size=sampling.expected_batch_size,
+        return PrivacyLedger(LedgerConfig(
+            target_epsilon=accounting.target_epsilon, target_delta=accounting.target_delta,
+            noise_multiplier=prepared.sigma, sample_rate=sampling.sample_rate,
+            sensitivity=factor * prepared.clipping.clip, adjacency=adjacency,
+            credit_mode=credit_spec.credit, beta=credit_spec.beta,
+            accountant=accounting.accountant, dataset_size=sampling.public_n,
+            preprocessing_note=accounting.preprocessing_note, extra=extra,
+            expected_batch_size=sampling.expected_batch_size,
             sample_rate_source=sampling.sample_rate_source,
-            preprocessing_note=preprocessing_note, extra=extra,
-        )
+        ))
 
 
-def _prepare_loader(model: _Model, data_loader, sampling: _Sampling, *, secure_mode, seed,
-                    distributed):
+def _prepare_loader(model: _Model, data_loader, sampling: _Sampling,
+                    randomness: RandomnessSpec, distributed: bool):
     """The noise generator (``None`` in secure mode) and the Poisson loader."""
+    secure_mode, seed = randomness.secure_mode, randomness.seed
     gen = None
     if not secure_mode:
         gen = torch.Generator()
@@ -881,75 +952,50 @@ def make_private(module: torch.nn.Module, optimizer: torch.optim.Optimizer,
         >>> round(opt.max_grad_norm, 6)  # calibrated: far below Δ = √6 (⟨Z0⟩, 6 weights)
         0.867057
     """
-    adjacency = _check_arguments(
-        module=module, optimizer=optimizer, target_epsilon=target_epsilon, adjacency=adjacency,
-        secure_mode=secure_mode, seed=seed, variance_floor_source=variance_floor_source,
-        max_grad_norm=max_grad_norm, credit=credit, beta=beta,
-        proven_epsilon_factor=proven_epsilon_factor)
+    # The settings, grouped and checked once (each spec's own checks, then the module's).
+    accounting = AccountingSpec(target_epsilon=target_epsilon, target_delta=target_delta,
+                                accountant=accountant, adjacency=adjacency,
+                                preprocessing_note=preprocessing_note)
+    credit_spec = CreditSpec(credit=credit, beta=beta, variance_floor=variance_floor,
+                             variance_floor_source=variance_floor_source,
+                             proven_epsilon_factor=proven_epsilon_factor, recorder=recorder,
+                             shot_budget=shot_budget)
+    randomness = RandomnessSpec(seed=seed, secure_mode=secure_mode)
+    clip = ClipSpec(max_grad_norm=max_grad_norm, classical_max_grad_norm=classical_max_grad_norm,
+                    loss=loss, strict=strict, adaptive_clipping=adaptive_clipping,
+                    input_range=input_range, jacobian_bound=jacobian_bound, criterion=criterion)
+    _check_arguments(module, optimizer)
+    sampling_spec = SamplingSpec(epochs=epochs, sample_rate=sample_rate,
+                                 expected_batch_size=expected_batch_size,
+                                 dataset_size=dataset_size)
+    adjacency = accounting.adjacency
     model = _prepare_model(module, optimizer)
-    default_mode = max_grad_norm is None
-    if default_mode:
+    if max_grad_norm is None:
         # strict asks for the certified bound to be enforced: its default is the certified clip
         max_grad_norm = "certified" if strict else default_clip_mode(
             model.module, classical_max_grad_norm=classical_max_grad_norm, credit=credit)
+        clip = dataclasses.replace(clip, max_grad_norm=max_grad_norm, chosen_by_default=True)
     # The checks below run forward passes on synthetic inputs; they draw no seeded shot.
     with preserved_shot_rngs(model.module):
-        sampling = _prepare_sampling(data_loader, sample_rate, epochs, expected_batch_size,
-                                     dataset_size)
+        sampling = _prepare_sampling(data_loader, sampling_spec)
         example = sampling.dataset[0][0]
         check_training_buffers(model.module, example)
-        sens = _prepare_sensitivity(model, example, max_grad_norm=max_grad_norm, credit=credit,
-                                    loss=loss, adaptive_clipping=adaptive_clipping,
-                                    jacobian_bound=jacobian_bound)
-        if loss is not None and max_grad_norm not in ("certified", "public", "calibrated"):
-            warnings.warn("`loss` is used only with max_grad_norm='calibrated', 'certified' or "
-                          "'public'; the clip norm bounds the gradients here.", PrivacyWarning,
-                          stacklevel=2)
-        coverage = None
-        if max_grad_norm == "certified":
-            coverage = certified_coverage(model.module, model.layers[0], example, loss, strict)
-        if criterion is not None:
-            check_per_example_loss(criterion, output_shape(model.module, example),
-                                   sampling.dataset[0][1])
-        synthetic = None
-        if max_grad_norm == "calibrated":
-            synthetic = _synthetic_norms(model, sampling, input_range=input_range, loss=loss,
-                                         criterion=criterion)
-        elif max_grad_norm not in ("automatic", "adaptive"):
-            try:  # for the diagnosis only (a clip far above the gradients): a few examples
-                synthetic = _synthetic_norms(model, sampling, input_range=input_range,
-                                             loss=loss, criterion=criterion,
-                                             n=_DIAGNOSIS_EXAMPLES)
-            except Exception:  # noqa: BLE001 - the diagnosis then skips its clip check
-                synthetic = None
-        clipping = _prepare_clipping(model, sampling, sens, max_grad_norm=max_grad_norm,
-                                     classical_max_grad_norm=classical_max_grad_norm,
-                                     input_range=input_range, adaptive_clipping=adaptive_clipping,
-                                     seed=seed, loss=loss, default_mode=default_mode,
-                                     synthetic=synthetic)
-        _check_credit(model, sens, credit=credit, max_grad_norm=max_grad_norm,
-                      variance_floor=variance_floor)
-        allocation = _prepare_shot_budget(model, sampling, example, shot_budget)
-        sigma, floor = _prepare_noise(sampling, target_epsilon=target_epsilon,
-                                      target_delta=target_delta, accountant=accountant,
-                                      credit=credit, proven_epsilon_factor=proven_epsilon_factor)
-        ledger = _prepare_ledger(
-            sampling, clipping, sens, sigma=sigma, floor=floor, target_epsilon=target_epsilon,
-            target_delta=target_delta, adjacency=adjacency, credit=credit, beta=beta,
-            accountant=accountant, variance_floor=variance_floor,
-            variance_floor_source=variance_floor_source, secure_mode=secure_mode, seed=seed,
-            coverage=coverage, proven_epsilon_factor=proven_epsilon_factor,
-            preprocessing_note=preprocessing_note,
-            routes=gradient_routes(model.module, model.layers, example),
-            devices=model.layers, allocation=allocation)
+        sens = _prepare_sensitivity(model, example, clip, credit_spec)
+        coverage = _check_loss(model, sampling, clip, example)
+        clipping = _prepare_clipping(model, sampling, sens, clip, randomness)
+        synthetic = clipping.synthetic
+        _check_credit(model, sens, credit_spec, max_grad_norm)
+        allocation = _prepare_shot_budget(model, sampling, example, credit_spec.shot_budget)
+        sigma, floor = _prepare_noise(sampling, accounting, credit_spec)
+        ledger = _prepare_ledger(accounting, credit_spec, randomness, _Prepared(
+            model, sampling, sens, clipping, sigma, floor, coverage, allocation), example)
     twinned = twinned_devices(model.module)
     if twinned:
         ledger.extra_update({"model_checks_device": (
             f"the forward passes of make_private's model checks (synthetic inputs, structure "
             f"only) ran on an analytic default.qubit twin of {twinned}, not on the device: no "
             f"circuit of theirs was run or billed there")})
-    gen, dp_loader = _prepare_loader(model, data_loader, sampling, secure_mode=secure_mode,
-                                     seed=seed, distributed=distributed)
+    gen, dp_loader = _prepare_loader(model, data_loader, sampling, randomness, distributed)
     gs_module = GradSampleModule(model.module, batch_first=True, loss_reduction=loss_reduction)
     # Poisson sampling: a second backward pass before step() raises (as Opacus's PrivacyEngine).
     gs_module.forbid_grad_accumulation()

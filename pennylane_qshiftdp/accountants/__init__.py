@@ -4,6 +4,7 @@ r"""Accounting: σ calibrated by an accountant of Opacus's registry, and the pri
   with Opacus as ``"pld"`` (the default, :data:`DEFAULT_ACCOUNTANT`);
 * :mod:`.calibration`: :func:`calibrate_noise_multiplier`, :func:`compute_epsilon`,
   :func:`epochs_to_steps`, :func:`plan_shots` (PLD, or Opacus's RDP or PRV accountant);
+* :mod:`.config`: :class:`LedgerConfig`, a ledger's settings checked once;
 * :mod:`.ledger`: :class:`PrivacyLedger`, the proven and credited histories, the budget guard,
   persistence and the privacy statement.
 """
@@ -16,12 +17,14 @@ from .calibration import (
     epochs_to_steps,
     plan_shots,
 )
+from .config import LedgerConfig
 from .ledger import PrivacyLedger
 from .pld import PLDAccountant
 
 __all__ = [
     "ACCOUNTANTS",
     "DEFAULT_ACCOUNTANT",
+    "LedgerConfig",
     "PLDAccountant",
     "PrivacyLedger",
     "calibrate_noise_multiplier",

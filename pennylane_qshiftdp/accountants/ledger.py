@@ -29,37 +29,22 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from .._validation import (
-    check_beta,
-    check_choice,
-    check_delta,
-    check_epsilon,
-    check_positive_float,
-    check_positive_int,
-    check_sample_rate,
-)
+from .._validation import check_positive_float, check_positive_int
 from ..credit.shot_noise import CREDIT_MODES
 from ..exceptions import PrivacyBudgetExceededError, PrivacyWarning
 from .composition import (
-    DEFAULT_ACCOUNTANT,
-    check_accountant,
     epsilon_from_history,
     extend_history,
     make_accountant,
     truncate_history,
 )
+from .config import ADJACENCIES, SAMPLE_RATE_SOURCES, LedgerConfig
 from .persistence import FORMAT_VERSION, ledger_state, normalise_extra, parse_state, write_atomic
 from .registry import resolve_accountant
 from .statement import privacy_statement
 
-__all__ = ["PrivacyLedger", "ADJACENCIES", "CREDIT_MODES", "FORMAT_VERSION",
+__all__ = ["PrivacyLedger", "LedgerConfig", "ADJACENCIES", "CREDIT_MODES", "FORMAT_VERSION",
            "SAMPLE_RATE_SOURCES"]
-
-#: Neighbouring-dataset relations. ``replace_one`` requires Δ to include the factor 2.
-ADJACENCIES = ("add_remove", "replace_one")
-
-#: How the sampling rate q was obtained (:attr:`PrivacyLedger.sample_rate_source`).
-SAMPLE_RATE_SOURCES = ("sample_rate", "dataset_size", "dataset_length")
 
 #: Largest number of steps :meth:`PrivacyLedger.remaining_steps` searches (2**40).
 _MAX_SEARCH_STEPS = 2**40
@@ -82,7 +67,13 @@ class PrivacyLedger:
     :class:`~pennylane_qshiftdp.exceptions.PrivacyBudgetExceededError` and records nothing if
     the step would take ε above ``target_epsilon``.
 
+    The settings are a :class:`~.config.LedgerConfig` (checked once when it is made), passed
+    as the one positional argument, or its fields as keywords (below): ``PrivacyLedger(cfg)``
+    and ``PrivacyLedger(**dataclasses.asdict(cfg))`` are the same ledger.
+
     Args:
+        config: the settings as a :class:`~.config.LedgerConfig`, or ``None`` to give them as
+            the keywords below (not both).
         target_epsilon: budget ε > 0, in nats.
         target_delta: budget δ ∈ (0, 1); should be well below 1 / ``dataset_size``.
         noise_multiplier: σ > 0, the noise standard deviation in units of Δ.
@@ -120,7 +111,8 @@ class PrivacyLedger:
 
     Raises:
         ValueError: if a parameter is out of range or a choice is unknown.
-        TypeError: if a parameter has the wrong type or ``extra`` is not JSON-able.
+        TypeError: if a parameter has the wrong type or ``extra`` is not JSON-able, a keyword
+            is unknown, or both a ``config`` and keywords are given.
 
     Warns:
         PrivacyWarning: if ``dataset_size`` is given and ``target_delta >= 1 / dataset_size``.
@@ -146,40 +138,14 @@ class PrivacyLedger:
         True
     """
 
-    def __init__(
-        self,
-        *,
-        target_epsilon: float,
-        target_delta: float,
-        noise_multiplier: float,
-        sample_rate: float,
-        sensitivity: float,
-        adjacency: str = "add_remove",
-        credit_mode: str = "none",
-        beta: float = 0.0,
-        accountant: str = DEFAULT_ACCOUNTANT,
-        dataset_size: int | None = None,
-        preprocessing_note: str | None = None,
-        extra: dict[str, Any] | None = None,
-        expected_batch_size: float | None = None,
-        sample_rate_source: str | None = None,
-    ):
-        self._configure(
-            target_epsilon=target_epsilon,
-            target_delta=target_delta,
-            noise_multiplier=noise_multiplier,
-            sample_rate=sample_rate,
-            sensitivity=sensitivity,
-            adjacency=adjacency,
-            credit_mode=credit_mode,
-            beta=beta,
-            accountant=accountant,
-            dataset_size=dataset_size,
-            preprocessing_note=preprocessing_note,
-            extra=extra,
-            expected_batch_size=expected_batch_size,
-            sample_rate_source=sample_rate_source,
-        )
+    def __init__(self, config: LedgerConfig | None = None, /, **settings: Any) -> None:
+        if config is None:
+            config = LedgerConfig(**settings)
+        elif not isinstance(config, LedgerConfig) or settings:
+            raise TypeError(
+                f"PrivacyLedger takes a LedgerConfig, or its fields as keywords (not both). "
+                f"Found {type(config).__name__} and the keywords {sorted(settings)}.")
+        self._configure(config)
         self._acct = make_accountant(self._accountant_name)
         self._proven: list[tuple[float, float, int]] = []
         self._credited: list[tuple[float, float, int]] = []
@@ -197,60 +163,9 @@ class PrivacyLedger:
         self._unread_compositions = 0
 
     # ------------------------------------------------------------------ configuration
-    def _configure(
-        self,
-        *,
-        target_epsilon,
-        target_delta,
-        noise_multiplier,
-        sample_rate,
-        sensitivity,
-        adjacency,
-        credit_mode,
-        beta,
-        accountant,
-        dataset_size,
-        preprocessing_note,
-        extra,
-        expected_batch_size=None,
-        sample_rate_source=None,
-    ) -> None:
-        eps = check_epsilon(target_epsilon, "target_epsilon")
-        delta = check_delta(target_delta, "target_delta")
-        sigma = check_positive_float(noise_multiplier, "noise_multiplier")
-        q = check_sample_rate(sample_rate, "sample_rate")
-        sens = check_positive_float(sensitivity, "sensitivity")
-        adjacency = check_choice(adjacency, "adjacency", ADJACENCIES)
-        credit_mode = check_choice(credit_mode, "credit_mode", CREDIT_MODES)
-        beta = check_beta(beta, "beta", required=credit_mode in ("adaptive", "isotropic"))
-        if delta + beta >= 1.0:
-            raise ValueError(
-                f"`target_delta` + `beta` must be below 1. Found {delta} + {beta} = {delta + beta}."
-            )
-        accountant = check_accountant(accountant)
-        if dataset_size is not None:
-            dataset_size = check_positive_int(dataset_size, "dataset_size")
-        if preprocessing_note is not None and not isinstance(preprocessing_note, str):
-            raise TypeError(
-                f"`preprocessing_note` must be a str or None. Found {preprocessing_note!r}."
-            )
-        extra = normalise_extra(extra)
-        if expected_batch_size is not None:
-            expected_batch_size = check_positive_float(expected_batch_size,
-                                                       "expected_batch_size")
-        if sample_rate_source is not None:
-            sample_rate_source = check_choice(sample_rate_source, "sample_rate_source",
-                                              SAMPLE_RATE_SOURCES)
-            if sample_rate_source == "sample_rate" and dataset_size is not None:
-                raise ValueError(
-                    f"`dataset_size` must be None when q was given (sample_rate_source="
-                    f"'sample_rate'): the statement would show a count of the private data. "
-                    f"Found {dataset_size!r}.")
-            if sample_rate_source != "sample_rate" and dataset_size is None:
-                raise ValueError(
-                    f"`dataset_size` must be given with sample_rate_source="
-                    f"{sample_rate_source!r} (q was computed from it). Found None.")
-
+    def _configure(self, config: LedgerConfig) -> None:
+        """Take the (checked) settings of ``config``; warn about a δ (or δ + β) ≥ 1/N."""
+        delta, beta, dataset_size = config.target_delta, config.beta, config.dataset_size
         if dataset_size is not None and delta >= 1.0 / dataset_size:
             warnings.warn(
                 f"`target_delta`={delta} is not below 1/`dataset_size` = 1/{dataset_size} = "
@@ -268,20 +183,20 @@ class PrivacyLedger:
                 stacklevel=3,
             )
 
-        self._target_epsilon = eps
+        self._target_epsilon = config.target_epsilon
         self._target_delta = delta
-        self._noise_multiplier = sigma
-        self._sample_rate = q
-        self._sensitivity = sens
-        self._adjacency = adjacency
-        self._credit_mode = credit_mode
+        self._noise_multiplier = config.noise_multiplier
+        self._sample_rate = config.sample_rate
+        self._sensitivity = config.sensitivity
+        self._adjacency = config.adjacency
+        self._credit_mode = config.credit_mode
         self._beta = beta
-        self._accountant_name = accountant
+        self._accountant_name = config.accountant
         self._dataset_size = dataset_size
-        self._preprocessing_note = preprocessing_note
-        self._extra = extra
-        self._expected_batch_size = expected_batch_size
-        self._sample_rate_source = sample_rate_source
+        self._preprocessing_note = config.preprocessing_note
+        self._extra = config.extra
+        self._expected_batch_size = config.expected_batch_size
+        self._sample_rate_source = config.sample_rate_source
 
     # ------------------------------------------------------------------ read-only metadata
     @property
@@ -845,7 +760,7 @@ class PrivacyLedger:
                 range, or ``steps`` disagrees with the history.
         """
         state = parse_state(state_dict)
-        self._configure(**state.config)
+        self._configure(LedgerConfig(**state.config))
         steps = sum(n for _, _, n in state.planned)
         if self._credit_mode != "none" and state.version >= 2 and sum(
                 n for _, _, n in state.credited) != steps:
