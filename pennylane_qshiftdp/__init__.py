@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # the static view (type checkers, the API docs); at run time:
     from .opacus_engine import PrivacyEngine
     from .optimizers.optimizer import QShiftDPOptimizer
     from .optimizers.public_clip import domain_gradient_bound
+    from .optimizers.selection import build_optimizer, get_optimizer_class
     from .privacy_engine import default_clip_mode, make_private
     from .qnn.evaluation import evaluate_layer
     from .qnn.private_qnode import check_private_qnode
@@ -65,6 +66,7 @@ _LIBRARY = {
     "shot_noise_credit": "credit.shot_noise",
     "QShiftDPOptimizer": "optimizers.optimizer",
     "domain_gradient_bound": "optimizers.public_clip",
+    "build_optimizer": "optimizers.selection", "get_optimizer_class": "optimizers.selection",
     "check_private_qnode": "qnn.private_qnode", "evaluate_layer": "qnn.evaluation",
     "torch_layer_grad_sampler": "grad_sample.torch_layer",
     "set_shot_sampling": "sampling.modes", "use_exact_law": "sampling.modes",
@@ -164,4 +166,6 @@ __all__ = [
     "shift_rule_coefficients",
     "torch_layer_grad_sampler",
     "validate_shots",
+    "build_optimizer",
+    "get_optimizer_class",
 ]

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from .adaptive_clipping import adaptive_settings, gradient_noise_multiplier, next_clip_norm
-from .optimizer import QShiftDPOptimizer, _NoiseTally
+from .optimizer import NoiseTally, QShiftDPOptimizer
 
 __all__ = ["AdaptiveClipDPOptimizer"]
 
@@ -74,7 +74,7 @@ class AdaptiveClipDPOptimizer(QShiftDPOptimizer):
     def _after_release(self) -> None:
         self._update_clip_norm()
 
-    def _proven_multipliers(self, tally: _NoiseTally, scale: float) -> tuple[float, float]:
+    def _proven_multipliers(self, tally: NoiseTally, scale: float) -> tuple[float, float]:
         # Thm. 1 of arXiv:1905.03871: the count and the gradient together are σ
         return self.noise_multiplier, self.noise_multiplier
 

@@ -21,9 +21,10 @@ __all__ = ["AutomaticClipDPOptimizer"]
 #: would otherwise round to norms up to ~4e-8 above C (measured).
 _AUTOMATIC_MARGIN = 1.0 - 2.0**-20
 
-_COMBINATION = ("`automatic_gamma` (automatic clipping: every per-example gradient is "
-                "normalised) cannot be combined with adaptive clipping, `clip_norm_fn` or "
-                "certified clip groups.")
+#: The refusal of automatic clipping combined with another clip mode or certified groups.
+AUTOMATIC_COMBINATION = ("`automatic_gamma` (automatic clipping: every per-example gradient "
+                         "is normalised) cannot be combined with adaptive clipping, "
+                         "`clip_norm_fn` or certified clip groups.")
 
 
 class AutomaticClipDPOptimizer(QShiftDPOptimizer):
@@ -48,7 +49,7 @@ class AutomaticClipDPOptimizer(QShiftDPOptimizer):
                  **common: Any):
         super().__init__(optimizer, **common)
         if any(self._certified_flags):
-            raise ValueError(_COMBINATION)
+            raise ValueError(AUTOMATIC_COMBINATION)
         self.automatic_gamma = check_positive_float(automatic_gamma, "automatic_gamma")
 
     def _clip_factor(self, norm: float, norms: torch.Tensor) -> torch.Tensor:

@@ -157,7 +157,7 @@ class _SelectsMode(type):
 
 
 @dataclass
-class _NoiseTally:
+class NoiseTally:
     """What one step's noise added, summed over its parameters (read by :meth:`add_noise`)."""
 
     min_multiplier: float = math.inf
@@ -769,7 +769,7 @@ class QShiftDPOptimizer(DPOptimizer, metaclass=_SelectsMode):
         scale = self.sensitivity_factor * clip  # the sensitivity the noise is calibrated for
         sigma = self._gradient_noise_multiplier(self.noise_multiplier)
         credit = self._credit()
-        tally = _NoiseTally()
+        tally = NoiseTally()
         every = self._all_params()
         position = {id(q): i for i, q in enumerate(every)}  # this step's parameters only
         self._released_total += [None] * (len(every) - len(self._released_total))
@@ -830,7 +830,7 @@ class QShiftDPOptimizer(DPOptimizer, metaclass=_SelectsMode):
         """After the noise: a mode's further release (adaptive clipping's count); none
         here."""
 
-    def _proven_multipliers(self, tally: _NoiseTally, scale: float) -> tuple[float, float]:
+    def _proven_multipliers(self, tally: NoiseTally, scale: float) -> tuple[float, float]:
         """The step's proven noise multiplier :math:`\\min_k \\mathrm{std}_k/(sC)` and the
         credited one (never below it); σ for a step without coordinates."""
         if not math.isfinite(tally.min_multiplier):
@@ -838,7 +838,7 @@ class QShiftDPOptimizer(DPOptimizer, metaclass=_SelectsMode):
         proven = tally.min_multiplier
         return proven, max(math.sqrt(tally.min_total) / scale, proven)
 
-    def _noise_stats(self, tally: _NoiseTally, sigma: float, scale: float,
+    def _noise_stats(self, tally: NoiseTally, sigma: float, scale: float,
                      clip: float) -> dict[str, Any]:
         """The step record's fields on the noise (the releases' norms and variances are DP
         releases: the diagnosis estimates the signal from them, at no privacy cost)."""

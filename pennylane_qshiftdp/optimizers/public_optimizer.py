@@ -21,7 +21,8 @@ __all__ = ["PublicClipDPOptimizer"]
 # A clip norm from public information is never set below this (all-zero gradients).
 _MIN_PUBLIC_CLIP = 1e-6
 
-_COMBINATION = "`clip_norm_fn` needs one flat clip group and no adaptive clipping."
+#: The refusal of a public clip with several clip groups or adaptive clipping.
+PUBLIC_CLIP_COMBINATION = "`clip_norm_fn` needs one flat clip group and no adaptive clipping."
 
 
 class PublicClipDPOptimizer(QShiftDPOptimizer):
@@ -44,7 +45,7 @@ class PublicClipDPOptimizer(QShiftDPOptimizer):
                  clip_refresh_steps: int = 1, **common: Any):
         super().__init__(optimizer, **common)
         if len(self.clip_groups) != 1:
-            raise ValueError(_COMBINATION)
+            raise ValueError(PUBLIC_CLIP_COMBINATION)
         self.clip_norm_fn = clip_norm_fn
         self.clip_refresh_steps = check_positive_int(clip_refresh_steps, "clip_refresh_steps")
 

@@ -18,13 +18,11 @@ import torch
 from .._validation import check_beta, check_nonnegative_float, check_positive_int
 from ..credit.shot_noise import CREDIT_MODES
 from .adaptive_optimizer import AdaptiveClipDPOptimizer
-from .automatic_optimizer import _COMBINATION as _AUTOMATIC_COMBINATION
-from .automatic_optimizer import AutomaticClipDPOptimizer
+from .automatic_optimizer import AUTOMATIC_COMBINATION, AutomaticClipDPOptimizer
 from .credit_optimizer import CreditSettings, ShotNoiseCreditDPOptimizer, check_credit_clipping
 from .distributed_optimizer import DistributedQShiftDPOptimizer
 from .optimizer import QShiftDPOptimizer, register_builder
-from .public_optimizer import _COMBINATION as _PUBLIC_COMBINATION
-from .public_optimizer import PublicClipDPOptimizer
+from .public_optimizer import PUBLIC_CLIP_COMBINATION, PublicClipDPOptimizer
 
 __all__ = ["CLIP_CLASSES", "CREDIT_CLASSES", "build_optimizer", "get_optimizer_class"]
 
@@ -124,11 +122,11 @@ def _clip_mode(settings: dict[str, Any], credit: str) -> tuple[str, dict[str, An
     certified = settings.get("certified", False)
     check_credit_clipping(credit, certified, adaptive is not None)
     if fn is not None and adaptive is not None:
-        raise ValueError(_PUBLIC_COMBINATION)
+        raise ValueError(PUBLIC_CLIP_COMBINATION)
     refresh = check_positive_int(settings.pop("clip_refresh_steps", 1), "clip_refresh_steps")
     any_certified = bool(certified) if isinstance(certified, bool) else any(certified)
     if gamma is not None and (adaptive is not None or fn is not None or any_certified):
-        raise ValueError(_AUTOMATIC_COMBINATION)
+        raise ValueError(AUTOMATIC_COMBINATION)
     if adaptive is not None:
         return "adaptive", {"adaptive_clipping": adaptive}
     if gamma is not None:
