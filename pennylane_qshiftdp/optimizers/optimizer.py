@@ -673,13 +673,16 @@ class QShiftDPOptimizer(DPOptimizer, metaclass=_SelectsMode):
                        for g in samples]
         index = {id(p): i for i, p in enumerate(self.params)}
         factors = {}
+        # The clip groups follow a clip norm the mode moved (adaptive clipping) BEFORE they are
+        # read: the rows are clipped with the C this step's noise is scaled by (before issue
+        # 46's fix they were clipped with the previous step's C, above it when C shrank).
+        self._sync_clip_groups()
         # A parameter frozen since make_private (``requires_grad_(False)``) is in no step: it
         # gets no per-example gradient, no noise and no update; its clip group clips the rest.
         groups = [([p for p in group if id(p) in index], norm) for group, norm in self.clip_groups]
         bound_count, largest_ratio = 0, 0.0
         unclipped, clipped_any = 0, None
         row_norms: list[torch.Tensor | None] = []
-        self._sync_clip_groups()
         for (group, norm), certified in zip(groups, self._certified_flags, strict=True):
             if not group:
                 row_norms.append(None)

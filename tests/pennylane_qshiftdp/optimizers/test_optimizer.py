@@ -324,3 +324,26 @@ def test_a_step_composes_no_epsilon_and_the_records_get_the_composed_ones(accoun
     _released(model, opt, x)
     assert opt.history[-1]["epsilon"] == pytest.approx(epsilon_from_history(
         [(1.0, 0.1, 7), (1.25, 0.1, 4)], delta=1e-5, accountant=accountant), rel=1e-12)
+
+
+@pytest.mark.parametrize("quantile", [0.1, 0.9])
+def test_adaptive_rows_are_clipped_with_the_clip_the_noise_is_scaled_by(quantile):
+    """Issue 46 found: after the clip moved, the next step clipped its rows with the previous
+    C while its noise and record used the new one (an example moved the sum by more than the
+    noise is calibrated for whenever C shrank). Checked on the noiseless release: one example
+    with a huge gradient contributes exactly the recorded ``clip_norm`` at every step, as the
+    clip shrinks (quantile 0.1) and grows (0.9)."""
+    model = _linear(2)
+    opt = _opt(model, noise_multiplier=1e-9, expected_batch_size=1.0, max_grad_norm=1.0,
+               adaptive_clipping={"target_unclipped_quantile": quantile,
+                                  "clipbound_learning_rate": 0.5, "unclipped_num_std": 1.0})
+    x = torch.full((1, 2), 100.0, dtype=torch.float64)
+    clips = []
+    for _ in range(4):
+        clip_before_step = opt.max_grad_norm
+        released = _released(model, opt, x)
+        record = opt.last_record
+        assert record["clip_norm"] == pytest.approx(clip_before_step, rel=1e-12)
+        assert float(released.norm()) == pytest.approx(record["clip_norm"], rel=1e-6)
+        clips.append(record["clip_norm"])
+    assert len(set(clips)) == 4  # the clip moved at every step (the check is not vacuous)
