@@ -523,6 +523,7 @@ _CLIP_RESOLVERS: dict[str, Callable[[_ClipInputs], _Clipping]] = {
     "automatic": _automatic_clipping,
     "adaptive": _adaptive_clipping,
 }
+assert set(_CLIP_RESOLVERS) == set(CLIP_MODES), "every clip mode needs its resolver"
 
 
 def _prepare_clipping(model: _Model, sampling: _Sampling, sens, clip: ClipSpec,

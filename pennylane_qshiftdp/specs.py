@@ -44,6 +44,7 @@ from ._validation import (
 from .accountants.calibration import DEFAULT_ACCOUNTANT
 from .accountants.config import ADJACENCIES
 from .credit.shot_noise import CREDIT_MODES
+from .optimizers.selection import CLIP_CLASSES
 
 if TYPE_CHECKING:
     from .gradients.shot_statistics import ShotRecorder
@@ -56,8 +57,12 @@ __all__ = [
 
 #: Accepted string values of ``max_grad_norm`` (a positive float is fixed DP-SGD clipping;
 #: ``None`` chooses from the model's structure,
-#: :func:`~pennylane_qshiftdp.default_clip_mode`).
-CLIP_MODES = ("calibrated", "certified", "public", "adaptive", "automatic")
+#: :func:`~pennylane_qshiftdp.default_clip_mode`): ``"calibrated"`` (a C chosen on public
+#: synthetic inputs, clipped as a float C is) and every mode with an optimizer class of its
+#: own (:data:`~pennylane_qshiftdp.optimizers.selection.CLIP_CLASSES`, read here so that a new
+#: mode is named in one place).
+CLIP_MODES: tuple[str, ...] = ("calibrated", *(
+    mode for mode in CLIP_CLASSES if mode not in ("flat", "per_layer")))
 
 #: With shot-noise credit, the artificial noise never drops below the level that alone gives
 #: ε = factor × target ε (docs/noise.md, "Noise floor").

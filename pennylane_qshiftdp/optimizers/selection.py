@@ -27,13 +27,15 @@ from .public_optimizer import PUBLIC_CLIP_COMBINATION, PublicClipDPOptimizer
 __all__ = ["CLIP_CLASSES", "CREDIT_CLASSES", "build_optimizer", "get_optimizer_class"]
 
 #: clip mode -> its optimizer class (flat, certified and per-group clipping are the base's).
+#: Every key but "flat" and "per_layer" (a float C) is also a ``max_grad_norm`` mode of
+#: ``make_private`` (:data:`pennylane_qshiftdp.specs.CLIP_MODES` is read from this table).
 CLIP_CLASSES: Mapping[str, type[QShiftDPOptimizer]] = {
     "flat": QShiftDPOptimizer,
     "per_layer": QShiftDPOptimizer,
     "certified": QShiftDPOptimizer,
+    "public": PublicClipDPOptimizer,
     "adaptive": AdaptiveClipDPOptimizer,
     "automatic": AutomaticClipDPOptimizer,
-    "public": PublicClipDPOptimizer,
 }
 
 #: credit mode -> its optimizer class (``None``: the clip mode's class).
