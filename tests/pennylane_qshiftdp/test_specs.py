@@ -70,3 +70,13 @@ def test_a_ledger_config_is_the_ledgers_keywords():
         PrivacyLedger(1.0)
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.target_epsilon = 2.0  # type: ignore[misc]
+
+
+def test_the_clip_modes_are_read_from_the_optimizer_table_and_each_has_a_resolver():
+    """Issue 46: a new clip mode is named once (optimizers.selection.CLIP_CLASSES)."""
+    from pennylane_qshiftdp import privacy_engine
+    from pennylane_qshiftdp.optimizers.selection import CLIP_CLASSES
+
+    assert CLIP_MODES == ("calibrated", "certified", "public", "adaptive", "automatic")
+    assert set(CLIP_MODES) == {"calibrated"} | (set(CLIP_CLASSES) - {"flat", "per_layer"})
+    assert set(privacy_engine._CLIP_RESOLVERS) == set(CLIP_MODES)
