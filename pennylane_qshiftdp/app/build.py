@@ -240,13 +240,13 @@ def model_factory(config: TrainConfig, data, model_cls: type, device: str,
         return options if name == default else None
 
     if config.model == "neuron":
-        def make(shots, seed, recorder=None, device=default):
+        def make_neuron(shots, seed, recorder=None, device=default):
             return QuantumNeuronClassifier(data.n_features, data.n_classes, device=device,
                                            shots=shots, seed=seed, recorder=recorder,
                                            init_scale=config.init_scale, init_seed=config.seed,
                                            device_options=opts(device),
                                            input_center=config.input_center)
-        return make
+        return make_neuron
 
     def make(shots, seed, recorder=None, device=default):
         return model_cls(config.qubits, config.layers, device=device, shots=shots, seed=seed,

@@ -65,7 +65,7 @@ def _check_epsilon(value) -> None:
     """A positive ε in nats, or inf (the non-private baseline)."""
     if isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isnan(value):
         raise ValueError("`epsilon` must be a positive number or inf (no noise). Found nan.")
-    if not (isinstance(value, numbers.Real) and math.isinf(value) and value > 0):
+    if not (isinstance(value, numbers.Real) and math.isinf(value) and float(value) > 0):
         check_epsilon(value, "epsilon")
 
 
@@ -143,8 +143,8 @@ def _check_scalars(config: TrainConfig) -> None:
     _check_shots(config.eval_shots, "eval_shots", auto=False)
     check_choice(config.shot_sampling, "shot_sampling", ("auto", "exact_law", "device"))
     _auto_or(config.layers, check_positive_int, "layers")
-    _auto_or(config.qubits, check_positive_int, "qubits")
-    if not _is_auto(config.qubits) and config.qubits > MAX_QUBITS:
+    _auto_or(config.qubits, check_positive_int, "qubits")  # any string but "auto" refused
+    if not isinstance(config.qubits, str) and config.qubits > MAX_QUBITS:
         raise ValueError(
             f"`qubits` must be at most {MAX_QUBITS} in the training job. Found {config.qubits}. "
             f"Simulation memory and time grow as 2^qubits (one private step at 12 qubits takes "

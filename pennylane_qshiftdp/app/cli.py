@@ -34,6 +34,7 @@ import math
 import sys
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["build_parser", "main"]
 
@@ -51,7 +52,14 @@ class _CLIError(Exception):
     """A usage error detected after parsing (reported like an argparse error)."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Parser(argparse.ArgumentParser):
+    """The ``qshiftdp`` parser: an ``ArgumentParser`` whose subcommands' action is
+    ``subparsers`` (set by :func:`build_parser`)."""
+
+    subparsers: argparse._SubParsersAction
+
+
+def build_parser() -> _Parser:
     r"""The ``qshiftdp`` argument parser with all subcommands registered.
 
     The subparsers action is stored as ``parser.subparsers`` (also returned by
@@ -65,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
         >>> sorted(build_parser().subparsers.choices)
         ['audit', 'certify', 'epsilon', 'noise', 'predict', 'train']
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG,
         description=(
             "Differentially private training of parameterized quantum circuits with the "
@@ -595,15 +603,16 @@ def _run_audit_run(args) -> int:
         print(json.dumps(doc, indent=2))
     else:
         print(str(r))
-        rate = "n/a (no step ran)" if r.sample_rate is None else f"{r.sample_rate:.4g}"
+        # OneRunResult is a dict (its attribute access is untyped): read its keys
+        rate = "n/a (no step ran)" if r["sample_rate"] is None else f"{r['sample_rate']:.4g}"
         from .._formatting import format_up
 
-        print(f"  δ = {format_up(r.delta)}; {r.steps} steps at q = {rate}; "
-              f"{r.parameters} parameters ({r.layers} {r.directions} layer(s) of canary "
-              f"directions); "
-              f"canaries sampled {r.canaries_sampled} times")
+        print(f"  δ = {format_up(r['delta'])}; {r['steps']} steps at q = {rate}; "
+              f"{r['parameters']} parameters ({r['layers']} {r['directions']} layer(s) of "
+              f"canary directions); "
+              f"canaries sampled {r['canaries_sampled']} times")
         if r.get("limits"):
-            print(f"  {r.limits['text']}")
+            print(f"  {r['limits']['text']}")
         if args.output_dir is not None:
             print(f"outputs: {args.output_dir}")
     return 1 if r.proven_refuted else 0
@@ -649,7 +658,7 @@ def _run_audit(args) -> int:
         if not (args.clip_norm > 0 and math.isfinite(args.clip_norm)):
             raise _CLIError(f"--clip-norm must be a positive finite number. Found "
                             f"{args.clip_norm}.")
-        configs = [{"mode": m} for m in SETTING_MODES]
+        configs: list[dict[str, Any]] = [{"mode": m} for m in SETTING_MODES]
     else:
         configs = [{"credit": args.credit, "max_grad_norm": clip}]
     out_dir = Path(args.output_dir) if args.output_dir is not None else None

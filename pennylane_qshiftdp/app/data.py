@@ -349,6 +349,7 @@ def load_dataset(
         name, preprocessing, n_features, seed, test_size, csv_path, label_column)
     if name == "csv":
         X, labels, feature_names, label_names = _read_csv(csv_path, label_column)
+        assert csv_path is not None  # _read_csv raised otherwise
         source = f"CSV file {os.fspath(csv_path)!r} (label column {label_column!r})"
     else:
         X, labels, feature_names, label_names = _load_sklearn(name)
@@ -366,7 +367,8 @@ def load_dataset(
         X, y, test_size=test_size, random_state=seed, stratify=y
     )
 
-    clipped, test_clipped, test_columns = 0, 0.0, ()
+    clipped, test_clipped = 0, 0.0
+    test_columns: list[str] = []
     raw_names = list(feature_names)
     if preprocessing == "fixed":
         transform = fixed_feature_map(name, n_features, ranges)
@@ -607,6 +609,7 @@ def check_task(name: str = "digits", *, n_features: int | None = 4,
         )
     if name == "csv":
         path = _check_csv_arguments(csv_path, label_column)
+        assert label_column is not None  # _check_csv_arguments raised otherwise
         header = _csv_header(path)
         _check_label_column(path, header, label_column)
         n_columns = len(header) - 1

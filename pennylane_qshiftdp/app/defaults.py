@@ -60,11 +60,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any, TypeVar
 
 from .config import TrainConfig, flag_name
 
 __all__ = ["AUTO", "MODELS", "SHIPPED_CENTERS", "check_center_applies", "feature_count",
-           "resolve_model", "resolve_settings"]
+           "resolve_model", "resolve_settings", "resolved"]
+
+_T = TypeVar("_T")
 
 #: The value of a setting chosen by the job.
 AUTO = "auto"
@@ -89,6 +92,24 @@ _LARGE = 1000
 
 def _is_auto(value) -> bool:
     return isinstance(value, str) and value == AUTO
+
+
+def resolved(value: _T | str, name: str) -> _T:
+    """``value``, a setting that may be ``"auto"`` in :class:`TrainConfig`, once it holds a
+    number (:func:`resolve_settings` replaces ``"auto"``, and
+    :func:`~.checks.check_train_config` refuses every other string).
+
+    Raises:
+        TypeError: if ``value`` is still a string.
+
+    Example:
+        >>> resolved(10, "epochs")
+        10
+    """
+    if isinstance(value, str):
+        raise TypeError(f"`{name}` must be a number once the settings are resolved. "
+                        f"Found {value!r}.")
+    return value
 
 
 def _binary_digits(config: TrainConfig) -> bool:
@@ -186,7 +207,9 @@ def feature_count(config: TrainConfig, model: str) -> int | None:
     """
     if model == "neuron":
         return None
-    return _QUANTUM["qubits"] if _is_auto(config.qubits) else config.qubits
+    if _is_auto(config.qubits):
+        return int(_QUANTUM["qubits"])
+    return resolved(config.qubits, "qubits")
 
 
 def resolve_settings(config: TrainConfig, model: str, *, n_train: int,
@@ -217,7 +240,8 @@ def resolve_settings(config: TrainConfig, model: str, *, n_train: int,
         >>> c.qubits, c.loss, c.logit_scale, c.max_grad_norm, c.lr, c.epochs
         (3, 'cross_entropy', 5.0, 1.0, 0.3, 10)
     """
-    out = {"model": model}
+    out: dict[str, Any] = {"model": model}
+    family: dict[str, Any]
     if model in ("quantum", "hybrid"):
         family = dict(_QUANTUM)
         # the job's loss and clip for these models (as make_loss and the clip modes read

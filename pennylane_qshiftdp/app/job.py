@@ -30,6 +30,7 @@ from .build import task_record as task_record
 from .checks import MAX_QUBITS as MAX_QUBITS  # re-exported: the job's qubit limit
 from .checks import check_train_config
 from .config import TrainConfig
+from .defaults import resolved
 from .interrupt import deferred_interrupt
 from .result import TrainResult as TrainResult  # re-exported: it lived here
 from .resume import seed_for as _seed_for  # noqa: F401  (re-exported: benchmarks use it)
@@ -89,6 +90,7 @@ def dry_run(config: TrainConfig, *, probe: bool = True, report=None,
     say("dry run: loading the data set's shape and building the model (nothing is written)")
     run = TrainingRun(config).build().plan()
     plan = run.estimate
+    assert plan is not None  # plan() sets it
     say(f"dry run: counted {plan.circuits_per_step:,.6g} circuits and "
         f"{plan.shots_per_step:,.6g} shots per step x {plan.steps} steps = "
         f"{plan.total_circuits:,.6g} circuits, {plan.total_shots:,.6g} shots "
@@ -145,7 +147,7 @@ def train(config: TrainConfig, *, progress: bool = True, resume: bool = False,
     check_train_config(config, resume=resume)  # before any data is read or circuit built
     run = TrainingRun(config).build().plan()  # the plan: before any circuit runs
     run.privatise(private_hook)
-    epochs = run.config.epochs
+    epochs = resolved(run.config.epochs, "epochs")  # build() resolved "auto"
     last = epochs if stop_after_epochs is None else min(epochs, stop_after_epochs)
     if not resume and not skip_plan_check:
         run.check_plan(last)  # before the output directory is created

@@ -302,7 +302,7 @@ class QuantumClassifier(_Predictions, torch.nn.Module):
         self.n_outputs = 1 if self.n_classes == 2 else self.n_classes
         gen = torch.Generator().manual_seed(init_seed)
 
-        def init(tensor):
+        def init_weights(tensor):
             with torch.no_grad():
                 tensor.copy_(torch.randn(tensor.shape, generator=gen) * init_scale)
                 if neutral:
@@ -310,7 +310,7 @@ class QuantumClassifier(_Predictions, torch.nn.Module):
             return tensor
 
         self.qlayer = TorchLayer(self.qnode, {"weights": (layers, n_qubits, 3)},
-                                 init_method=init)
+                                 init_method=init_weights)
 
     def _readouts(self, x: torch.Tensor) -> torch.Tensor:
         """The TorchLayer's outputs as ``(B, n_outputs)`` (``(n_outputs,)`` for one example)."""

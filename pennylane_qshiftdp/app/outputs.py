@@ -13,7 +13,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -66,10 +66,11 @@ def merge_diagnostics(public: list, diagnostic: list, key: str) -> list:
 
 def diagnostics_document(metrics, records, ledger, data, summary=None) -> dict:
     """``diagnostics.json``: everything computed from the private batches (NOT protected)."""
-    doc = {"NOT_PROTECTED": NOT_PROTECTED,
-           "per_step": [diagnostic_record(r) for r in records],
-           "per_epoch": [diagnostic_record(m, PUBLIC_EPOCH_FIELDS) for m in metrics],
-           "training_data_sha256": _training_data_sha256(data)}
+    doc: dict[str, Any] = {"NOT_PROTECTED": NOT_PROTECTED,
+                           "per_step": [diagnostic_record(r) for r in records],
+                           "per_epoch": [diagnostic_record(m, PUBLIC_EPOCH_FIELDS)
+                                         for m in metrics],
+                           "training_data_sha256": _training_data_sha256(data)}
     if ledger is not None and ledger.credit_mode != "none":
         doc["credited_history"] = [list(h) for h in ledger.credited_history]
         doc["credited_epsilon"] = ledger.credited_epsilon
@@ -166,10 +167,10 @@ def read_checkpoint(out_dir: Path | None, config, check_data=None) -> tuple[dict
             unreadable one; settings that differ from the interrupted run; whatever
             ``check_data`` raises.
     """
-    path = None if out_dir is None else out_dir / "checkpoint.pt"
-    if path is None or not path.exists():
+    if out_dir is None or not (out_dir / "checkpoint.pt").exists():
         raise ValueError(f"--resume needs a checkpoint in `output_dir`. Found none in "
                          f"{out_dir}.")
+    path = out_dir / "checkpoint.pt"
     ckpt = load_checkpoint(path, what="--resume")
     saved, now = saved_settings(ckpt["config"]), dataclasses.asdict(config)
     differ = [f"{flag_name(k)}: {saved.get(k)!r} (interrupted run) vs "

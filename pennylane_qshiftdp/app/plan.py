@@ -65,9 +65,10 @@ class Plan:
     @property
     def update_noise(self) -> float | None:
         """Standard deviation of the noise on every weight per step, η σ C / qN (radians)."""
-        if None in (self.noise_multiplier, self.clip_norm, self.lr):
+        sigma, clip_norm, lr = self.noise_multiplier, self.clip_norm, self.lr
+        if sigma is None or clip_norm is None or lr is None:
             return None
-        return self.lr * self.noise_multiplier * self.clip_norm / self.expected_batch_size
+        return lr * sigma * clip_norm / self.expected_batch_size
 
     @property
     def hours(self) -> float | None:
@@ -87,6 +88,8 @@ class Plan:
         out = []
         noise = self.update_noise
         if noise is not None and noise > MAX_UPDATE_NOISE:
+            # update_noise is None unless σ, C and η are all set
+            assert self.lr is not None and self.clip_norm is not None
             sigma_max = MAX_UPDATE_NOISE * self.expected_batch_size / (self.lr * self.clip_norm)
             out.append(
                 f"σ = {self.noise_multiplier:.6g} adds noise of standard deviation "

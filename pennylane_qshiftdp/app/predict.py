@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from .config import TrainConfig, saved_settings
+from .defaults import resolved
 
 __all__ = ["RunModel", "accuracy", "load_run"]
 
@@ -160,7 +161,8 @@ def _task(config: TrainConfig, ckpt: dict,
         return task, None
     from .data import load_dataset  # refit from the run's own data (or an older checkpoint)
 
-    n_features = None if config.model == "neuron" else config.qubits
+    # the checkpoint's settings are the resolved ones (no "auto" left)
+    n_features = None if config.model == "neuron" else resolved(config.qubits, "qubits")
     try:
         data = load_dataset(config.dataset, n_features=n_features, seed=config.seed,
                             test_size=config.test_size, preprocessing=config.preprocessing,

@@ -27,6 +27,7 @@ import itertools
 import math
 import time
 import warnings
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import torch
@@ -59,12 +60,20 @@ from .build import (
 )
 from .checks import check_classes_fit
 from .config import TrainConfig
+from .defaults import resolved
 from .metrics import clipping_cause, evaluate, majority_class_warning, majority_rate
 from .outputs import diagnostics_document, write_checkpoint, write_json, write_outputs
 from .plan import Plan, check_plan, probe_step_seconds, steps_left
 from .result import TrainResult
 from .resume import RunRandomness, open_output_dir, restore_run, seed_for
 from .resume_check import data_facts, write_resume_check
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..cost import CostEstimate, CostMeter
+    from ..optimizers.optimizer import QShiftDPOptimizer
+    from .interrupt import InterruptRequest
 
 __all__ = ["COST_NOTE", "TrainingRun"]
 
@@ -111,9 +120,13 @@ class TrainingRun:
         config: the run's :class:`~.config.TrainConfig`.
     """
 
+    # privatise's optimizer: the SGD itself (the baseline) or make_private's
+    # QShiftDPOptimizer (read as such through _private_opt)
+    opt: torch.optim.Optimizer
+
     def __init__(self, config: TrainConfig):
         self.config = config
-        self.out_dir = None
+        self.out_dir: Path | None = None
         self.start_epoch = 0
         self.resume_offset = 0  # steps of epoch `start_epoch` taken before an interruption
         self.resume_rngs: dict | None = None  # seeded runs: the generators' states then
@@ -123,15 +136,20 @@ class TrainingRun:
         self.stopped: str | None = None
         self.epoch = 0  # the epoch being trained
         self.step_in_epoch = 0  # steps of the current epoch taken so far
-        self.interrupt = None
+        self.interrupt: InterruptRequest | None = None
         self.interrupted = False
-        self.estimate = None
-        self.meter = None
+        self.estimate: CostEstimate | None = None
+        self.meter: CostMeter | None = None
 
     @property
     def ledger(self):
         """The private optimizer's ledger (``None`` for the non-private baseline)."""
         return self.opt.ledger if self.private else None
+
+    @property
+    def _private_opt(self) -> QShiftDPOptimizer:
+        """``opt`` of a private run: make_private's optimizer (typing only)."""
+        return cast("QShiftDPOptimizer", self.opt)
 
     # -- build -----------------------------------------------------------------------------
 
@@ -161,7 +179,8 @@ class TrainingRun:
                              f"{config.lr!r}.")
         model_cls = QuantumClassifier if config.model != "hybrid" else HybridClassifier
         check_classes_fit(config, config.model, data.n_classes)  # a CSV's classes: known now
-        loss_fn = make_loss(config.loss, data.n_classes, config.logit_scale)
+        loss_fn = make_loss(config.loss, data.n_classes,
+                            resolved(config.logit_scale, "logit_scale"))
         shots = config.shots
         if shots == "auto":
             shots = auto_shots(config, model_cls, data, loss_fn)
@@ -224,7 +243,7 @@ class TrainingRun:
         y_train = torch.as_tensor(data.y_train, dtype=torch.float64)
         self.loader = torch.utils.data.DataLoader(
             torch.utils.data.TensorDataset(x_train, y_train),
-            batch_size=config.expected_batch_size)
+            batch_size=resolved(config.expected_batch_size, "expected_batch_size"))
 
     # -- plan ------------------------------------------------------------------------------
 
@@ -240,7 +259,8 @@ class TrainingRun:
 
         config = self.config
         check_job_limits(config)
-        estimate = estimate_cost(self.model, self.loader, epochs=config.epochs,
+        estimate = estimate_cost(self.model, self.loader,
+                                 epochs=resolved(config.epochs, "epochs"),
                                  qpu_backend=qpu_backend(config))
         over = []
         if config.max_circuits is not None and estimate.total_circuits > config.max_circuits:
@@ -263,7 +283,8 @@ class TrainingRun:
         training device (``cost.estimate_cost(..., probe=True)``; ``dry_run``'s probe)."""
         from ..cost import estimate_cost
 
-        return estimate_cost(self.model, self.loader, epochs=self.config.epochs, probe=True,
+        return estimate_cost(self.model, self.loader,
+                             epochs=resolved(self.config.epochs, "epochs"), probe=True,
                              probe_rows=rows, qpu_backend=qpu_backend(self.config))
 
     def _probe_step(self):
@@ -301,7 +322,7 @@ class TrainingRun:
         expected = (self.ledger.expected_batch_size if self.private
                     and self.ledger.expected_batch_size else n_train / steps_per_epoch)
         sigma = self.ledger.noise_multiplier if self.private else None
-        clip = self.opt.max_grad_norm if self.private else None
+        clip = self._private_opt.max_grad_norm if self.private else None
         plan = Plan(steps=steps, noise_multiplier=sigma, expected_batch_size=expected,
                     clip_norm=float(clip) if isinstance(clip, (int, float)) else None,
                     lr=float(self.config.lr))
@@ -356,6 +377,8 @@ class TrainingRun:
         from ..cost import CostMeter
 
         config, data = self.config, self.data
+        if self.estimate is None:
+            raise RuntimeError("TrainingRun.privatise() needs the cost plan: call plan() first.")
         self.meter = CostMeter(self.model, self.estimate.layers)
         clip_mode = self._clip_mode()
         floor = self._variance_floor()
@@ -369,7 +392,7 @@ class TrainingRun:
             hybrid = config.model == "hybrid"
             self.pmodel, self.opt, self.train_loader = make_private(
                 self.model, self.sgd, self.loader, target_epsilon=config.epsilon,
-                target_delta=config.delta, epochs=config.epochs,
+                target_delta=config.delta, epochs=resolved(config.epochs, "epochs"),
                 loss=self.loss_fn if clip_mode in ("certified", "public") else None,
                 max_grad_norm=clip_mode,
                 input_range=(0.0, math.pi) if clip_mode == "public" else None,
@@ -393,12 +416,13 @@ class TrainingRun:
 
     def _describe_ledger(self) -> None:
         """The ledger's provenance, randomness and (data-independent) preprocessing."""
-        config, data, ledger = self.config, self.data, self.opt.ledger
+        config, data, ledger = self.config, self.data, self._private_opt.ledger
+        assert ledger is not None  # make_private attaches the ledger to its optimizer
         ledger.extra_update({"provenance": {**(ledger.extra or {}).get("provenance", {}),
                                             **provenance(data, config)}})
         if self.shots is not None and _compat.device_rng(training_device(config, self.model)) \
                 is not None:
-            randomness = ledger.extra.get("randomness", "").rstrip(".")
+            randomness = (ledger.extra or {}).get("randomness", "").rstrip(".")
             ledger.extra_update({"randomness": randomness + (
                 "; the simulator's shot sampling reseeded from the OS's CSPRNG (secrets) every "
                 "epoch" if config.secure_mode else
@@ -425,6 +449,10 @@ class TrainingRun:
         if self.out_dir is not None and not resume:  # the keyed digest of the rows (NOT
             write_resume_check(self.out_dir, self.data)  # protected)
         if resume:
+            if self.out_dir is None:  # check_train_config refuses this before any data is read
+                # (outputs.read_checkpoint's refusal, word for word)
+                raise ValueError("--resume needs a checkpoint in `output_dir`. Found none in "
+                                 "None.")
             point = restore_run(self.out_dir, self.config, self.data, self.facts,
                                 model=self.model, opt=self.opt, sgd=self.sgd,
                                 private=self.private)
@@ -435,6 +463,7 @@ class TrainingRun:
         return self
 
     def _checkpoint(self, epoch: int, *, step_in_epoch: int = 0, rngs: dict | None = None):
+        assert self.out_dir is not None  # callers checkpoint only with an output directory
         write_checkpoint(self.out_dir, config=self.config, epoch=epoch, model=self.model,
                          sgd=self.sgd, opt=self.opt if self.private else None,
                          metrics=self.metrics, records=self.records,
@@ -442,6 +471,7 @@ class TrainingRun:
                          task=task_record(self.data, self.config), data=self.facts)
 
     def _write_diagnostics(self, summary=None) -> None:
+        assert self.out_dir is not None  # callers write only with an output directory
         write_json(self.out_dir / "diagnostics.json", diagnostics_document(
             self.metrics, self.records, self.ledger, self.data, summary=summary))
 
@@ -457,9 +487,11 @@ class TrainingRun:
         if self.interrupt is not None and self.interrupt.requested:
             self.interrupted = True
             return
+        meter = self.meter
+        assert meter is not None  # privatise() sets it (and the train_loader read below)
         for xb, yb in itertools.islice(self.train_loader,
                                        max(0, len(self.train_loader) - skip)):
-            with self.meter.step():
+            with meter.step():
                 self.opt.zero_grad()
                 if self.private:
                     if xb.shape[0]:  # an empty Poisson batch still gets a (noise-only) step
@@ -470,13 +502,15 @@ class TrainingRun:
                     except PrivacyBudgetExceededError as err:  # checked before the step
                         self.stopped = str(err)
                         return
-                    self.records.append(dict(self.opt.last_record, epoch=self.epoch + 1))
+                    record = self._private_opt.last_record
+                    assert record is not None  # set by the step just taken
+                    self.records.append(dict(record, epoch=self.epoch + 1))
                 else:
                     if xb.shape[0]:
                         self.loss_fn(self.model(xb), yb).sum().div(
                             config.expected_batch_size).backward()
                         self.sgd.step()
-            self.training_shots += self.meter.records[-1]["shots"]
+            self.training_shots += meter.records[-1]["shots"]
             self.step_in_epoch += 1
             bar.update(1)
             bar.set_postfix_str(self._shots_text(), refresh=False)
@@ -491,7 +525,9 @@ class TrainingRun:
             return "analytic"
         if self.config.diagnostics:
             return f"shots {self.training_shots:,}"
-        planned = self.estimate.shots_per_step * len(self.meter.records)
+        estimate, meter = self.estimate, self.meter
+        assert estimate is not None and meter is not None  # set by plan() and privatise()
+        planned = estimate.shots_per_step * len(meter.records)
         return f"shots ≈ {planned:,.0f} (planned)"
 
     def _epoch_row(self, epoch: int, t0: float) -> dict:
@@ -651,7 +687,7 @@ class TrainingRun:
             shots=self.shots, training_shots=self.training_shots, device=self.device,
             n_classes=data.n_classes, label_mapping=data.label_mapping_text(),
             diagnostics=summary, settings=resolved_settings(config),
-            planned_steps=len(self.train_loader) * config.epochs,
+            planned_steps=len(self.train_loader) * resolved(config.epochs, "epochs"),
             interrupted=self.interrupted, feature_warning=feature_warning,
             eval_device=self.eval_device, cost=self._cost_section(),
         )
