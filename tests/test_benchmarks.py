@@ -381,3 +381,32 @@ def test_bench_user_models(tmp_path):
         if r["method"] != "nonprivate":
             assert r["epsilon_spent"] <= r["epsilon"] == 4.0
     assert data["criteria"]["epsilon"] == 4.0
+    assert set(data["criteria"]["nonprivate_minus_opacus_points"]) == {
+        "reupload_moons", "wine_hybrid"}
+
+
+def test_bench_user_models_paired_difference_is_the_t_interval():
+    """The paired column: the mean of the per-seed differences and scipy's one-sample t
+    interval of them (an independent computation); seeds one method lacks are left out."""
+    from scipy import stats
+
+    users = _module("bench_user_models")
+    ours, theirs = [0.9, 0.8, 0.85, 0.7, 0.95], [0.85, 0.82, 0.8, 0.75, 0.9]
+    last = {("m", "defaults", 4.0, s): {"test_accuracy": a} for s, a in enumerate(ours)}
+    last |= {("m", "opacus", 4.0, s): {"test_accuracy": a} for s, a in enumerate(theirs)}
+    last[("m", "defaults", 4.0, 9)] = {"test_accuracy": 0.0}  # no Opacus run at seed 9
+    mean, lo, hi = users.paired_difference(last, "m", 4.0)
+    diffs = [100 * (a - b) for a, b in zip(ours, theirs, strict=True)]
+    ci = stats.ttest_1samp(diffs, 0.0).confidence_interval(0.95)
+    assert mean == pytest.approx(sum(diffs) / 5)
+    assert (lo, hi) == pytest.approx((ci.low, ci.high))
+
+
+def test_bench_user_models_mechanisms(tmp_path):
+    """The quick run writes the averaging and bias-correction variants of one model, each
+    paired with the same run's last iterate."""
+    _module("bench_user_models_mechanisms").main(["--quick", "--out", str(tmp_path)])
+    data = _result(tmp_path, "bench_user_models_mechanisms_quick", ["runs", "markdown"])
+    (row,) = data["runs"]
+    assert {"raw", "tail0.5", "ema0.1", "bc0.01", "bc1"} <= set(row)
+    assert all(0.0 <= v <= 1.0 for k, v in row.items() if k not in ("model", "seed"))
