@@ -415,6 +415,19 @@ def _optimizer(model: str, params, lr=None):
             else torch.optim.SGD(params, lr=lr))
 
 
+def train(net, opt, loader, loss_fn, epochs: int, after_step=None) -> None:
+    """The loop a user writes: every (Poisson) batch, empty ones included, is one step;
+    ``after_step()`` (if given) runs after each."""
+    for _ in range(epochs):
+        for xb, yb in loader:
+            opt.zero_grad()
+            if len(xb):
+                loss_fn(net(xb), yb).backward()
+            opt.step()
+            if after_step is not None:
+                after_step()
+
+
 def run_one(model: str, method: str, epsilon: float, seed: int, *, epochs=None,
             max_rows=None) -> dict:
     """One training run; its test accuracy, ε spent, clip and σ, and the diagnosis."""
@@ -466,12 +479,7 @@ def run_one(model: str, method: str, epsilon: float, seed: int, *, epochs=None,
                 grad_sample_mode="functorch",
                 noise_generator=torch.Generator().manual_seed(seed + 10_000))
             clip, sigma = 1.0, float(opt.noise_multiplier)
-        for _ in range(epochs):
-            for xb, yb in loader:
-                opt.zero_grad()
-                if len(xb):
-                    loss_fn(net(xb), yb).backward()
-                opt.step()
+        train(net, opt, loader, loss_fn, epochs)
         if ours:
             spent = opt.ledger.epsilon
             records = [{k: r.get(k) for k in _RECORD_KEYS} for r in opt.history]

@@ -111,14 +111,9 @@ def run(model: str, epsilon: float, seed: int, kappa: float | None = None, *,
             opt.original_optimizer = _adam_bc(torch, opt.original_optimizer.param_groups,
                                               phi, kappa)
         params = [p for p in net.parameters() if p.requires_grad]
-        snaps = []
-        for _ in range(epochs):
-            for xb, yb in loader:
-                opt.zero_grad()
-                if len(xb):
-                    loss_fn(net(xb), yb).backward()
-                opt.step()
-                snaps.append([p.detach().clone() for p in params])
+        snaps: list = []
+        users.train(net, opt, loader, loss_fn, epochs,
+                    after_step=lambda: snaps.append([p.detach().clone() for p in params]))
 
     def accuracy() -> float:
         with torch.no_grad():
